@@ -1,0 +1,79 @@
+"""Reads the stack's configuration: the only place that touches ``pulumi.Config``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+from pydantic import ValidationError
+
+from stacks.problems import StackConfigError, describe
+from stacks.settings import StackSettings, known_keys
+
+# Config keys that hold credentials. They never enter the settings model, so
+# they cannot leak into a plan, an output or a rendered file.
+SECRET_KEYS = ("hfToken", "apiKey")
+
+
+@dataclass(frozen=True)
+class StackSecrets:
+    hf_token: pulumi.Output[str] | None
+    api_key: pulumi.Output[str] | None
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    settings: StackSettings
+    secrets: StackSecrets
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every labelled resource carries; the stack's own win."""
+        return {"app": "llm-serving", "managed-by": "pulumi", "stack": self.name.lower(), **self.settings.labels}
+
+
+def _raw_config(namespace: str) -> dict[str, str]:
+    # The SDK keeps config set by the engine (or by the mock engine) in
+    # CONFIG, and a language host may pass it in PULUMI_CONFIG instead; only
+    # their union lets us spot a misspelled key.
+    merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    prefix = f"{namespace}:"
+    return {key.removeprefix(prefix): value for key, value in merged.items() if key.startswith(prefix)}
+
+
+def _parse(value: str) -> Any:
+    # Structured config arrives as JSON text; scalars as plain strings, which
+    # pydantic converts to the field's type.
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        return json.loads(value)
+    return value
+
+
+def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
+    """Validates raw config values (as Pulumi hands them over) into settings."""
+    problems = [
+        f"{namespace}:{key}: holds a credential in plain text; remove it and run `pulumi config set --secret {key} <value>`"
+        for key in SECRET_KEYS
+        if key in raw and not runtime_config.is_config_secret(f"{namespace}:{key}")
+    ]
+    values = {key: _parse(value) for key, value in raw.items() if key not in SECRET_KEYS}
+    try:
+        settings = StackSettings.model_validate(values)
+    except ValidationError as error:
+        raise StackConfigError(problems + describe(error, namespace, known_keys())) from None
+    if problems:
+        raise StackConfigError(problems)
+    return settings
+
+
+def load() -> Stack:
+    """The current stack's settings and secrets; raises before anything is registered."""
+    namespace = pulumi.get_project()
+    settings = parse_settings(_raw_config(namespace), namespace)
+    config = pulumi.Config()
+    secrets = StackSecrets(hf_token=config.get_secret("hfToken"), api_key=config.get_secret("apiKey"))
+    return Stack(name=pulumi.get_stack(), settings=settings, secrets=secrets)

@@ -1,0 +1,84 @@
+"""The configuration reference in the README, generated from the settings schema.
+
+``python -m stacks.reference`` rewrites the README's table; a test fails when
+the README and the schema disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from stacks.settings import StackSettings
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{v}`" for v in typing.get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(annotation) if a is not type(None)) + " (optional)"
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if origin in (tuple, list):
+        return "list"
+    if origin is dict:
+        return "map"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "section"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(field: Any) -> str:
+    if field.default is PydanticUndefined and field.default_factory is None:
+        return "required"
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel) or value is None:
+        return ""
+    if isinstance(value, tuple):
+        value = list(value)
+    return f"`{json.dumps(value)}`"
+
+
+def rows(model: type[BaseModel] = StackSettings, prefix: str = "llm:") -> list[str]:
+    lines: list[str] = []
+    for field in model.model_fields.values():
+        key = f"{prefix}{field.alias}"
+        description = (field.description or "").replace("\n", " ")
+        lines.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {description} |")
+        nested = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        for section in nested:
+            lines.extend(rows(section, f"{key}."))
+    return lines
+
+
+def table() -> str:
+    header = ["| key | type | default | what it does |", "| --- | --- | --- | --- |"]
+    secrets = [
+        "| `llm:hfToken` | secret | | Hugging Face token for the model download; only gated models need it |",
+        "| `llm:apiKey` | secret | | API key the vLLM server requires from clients; unset means none |",
+    ]
+    return "\n".join(header + rows() + secrets)
+
+
+def updated(readme: str) -> str:
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(readme):
+        raise ValueError(f"README has no {START} ... {END} block")
+    return pattern.sub(lambda _: f"{START}\n{table()}\n{END}", readme)
+
+
+if __name__ == "__main__":
+    README.write_text(updated(README.read_text()))
+    sys.stdout.write(f"updated the configuration reference in {README.name}\n")

@@ -1,0 +1,558 @@
+"""The stack configuration: every knob of the program, typed.
+
+Defaults reproduce the measured reference deployment (REFERENCE.md section 1):
+Qwen 3.5 27B FP8 on A4 nodes, one vLLM pod per node running data parallel 8.
+Keys are camelCase, exactly as written in ``Pulumi.<stack>.yaml``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from stacks.problems import ConfigProblem, one_of
+
+# One A4 node: the only machine this project schedules GPU work on.
+A4_MACHINE_TYPE = "a4-highgpu-8g"
+GPU_TYPE = "nvidia-b200"
+GPUS_PER_NODE = 8
+
+CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
+FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
+# Flex-start (DWS) runs a node for at most 7 days (REFERENCE.md section 3).
+FLEX_START_MAX_HOURS = 7 * 24
+
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^[a-z][-_a-z0-9]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[-_a-z0-9]{0,63}$")
+_VERSION = re.compile(r"^1\.(\d+)$")
+_IMAGE_PINNED = re.compile(r"^[^:@\s]+(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        coerce_numbers_to_str=True,
+        use_attribute_docstrings=True,
+    )
+
+
+def _private_cidr(value: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(value)
+    except ValueError as exc:
+        raise ConfigProblem((), value, "is not an IPv4 CIDR range such as 10.0.0.0/20") from exc
+    if not network.is_private:
+        raise ConfigProblem((), value, "is not a private range (RFC 1918)")
+    return value
+
+
+def _pinned_image(value: str) -> str:
+    if not _IMAGE_PINNED.match(value) or value.endswith(":latest"):
+        raise ConfigProblem((), value, "is not pinned; name a tag such as vllm/vllm-openai:v0.18.1 or a sha256 digest")
+    return value
+
+
+def _check_name(value: str, max_length: int) -> str:
+    if len(value) > max_length or not _NAME.match(value):
+        raise ConfigProblem(
+            (), value, f"is not a valid name: lowercase letters, digits and '-', starting with a letter, at most {max_length} characters"
+        )
+    return value
+
+
+class NetworkSettings(Section):
+    """The VPC, its node subnet and the subnet's secondary ranges (VPC-native)."""
+
+    name: str = "llm-serving"
+    """Name of the VPC; the node subnet is `<name>-nodes`."""
+    node_cidr: str = "10.0.0.0/20"
+    """Primary range of the node subnet."""
+    pod_cidr: str = "10.4.0.0/14"
+    """Secondary range for pod IPs (VPC-native)."""
+    service_cidr: str = "10.8.0.0/20"
+    """Secondary range for Service IPs."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value, 62)
+
+    @field_validator("node_cidr", "pod_cidr", "service_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        return _private_cidr(value)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> NetworkSettings:
+        ranges = {"nodeCidr": self.node_cidr, "podCidr": self.pod_cidr, "serviceCidr": self.service_cidr}
+        seen: list[tuple[str, ipaddress.IPv4Network]] = []
+        for key, cidr in ranges.items():
+            network = ipaddress.IPv4Network(cidr)
+            for other_key, other in seen:
+                if network.overlaps(other):
+                    raise ConfigProblem((key,), cidr, f"overlaps {other_key} ({other}); the ranges must be disjoint")
+            seen.append((key, network))
+        return self
+
+
+class ClusterSettings(Section):
+    """The GKE Autopilot cluster."""
+
+    name: str = "llm-serving"
+    """GKE cluster name."""
+    release_channel: Literal["rapid", "regular", "stable"] = "rapid"
+    """GKE release channel; the reference ran on rapid."""
+    version: str = "1.35"
+    """Minimum control-plane minor version. Also the Kubernetes schema rendered manifests are validated
+    against, and whether GKE installs the InferencePool CRDs itself (1.34.0-gke.1626000 and later)."""
+    deletion_protection: bool = True
+    """Refuse to delete the cluster; must be true on production stacks."""
+    namespace: str = "llm-serving"
+    """Namespace of every workload of the stack."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value, 40)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _check_name(value, 63)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        match = _VERSION.match(value)
+        if not match or not 30 <= int(match.group(1)) <= 37:
+            raise ConfigProblem((), value, "is not a supported GKE minor version; use one from 1.30 to 1.37, written like 1.35")
+        return value
+
+    @property
+    def minor(self) -> int:
+        return int(self.version.split(".")[1])
+
+
+class FutureReservationSettings(Section):
+    """A calendar-mode future reservation, created only when a stack asks for it."""
+
+    name: str
+    """Must equal `capacity.reservation.name`: the reservation the pods consume."""
+    start_time: str
+    """Start, RFC 3339 UTC (e.g. 2026-12-01T00:00:00Z)."""
+    end_time: str
+    """End, RFC 3339 UTC; after startTime."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value, 63)
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _timestamp(cls, value: str) -> str:
+        if not re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", value):
+            raise ConfigProblem((), value, "is not an RFC 3339 UTC time such as 2026-12-01T00:00:00Z")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FutureReservationSettings:
+        if self.end_time <= self.start_time:
+            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        return self
+
+
+class ReservationSettings(Section):
+    """A specific reservation of A4 nodes (Autopilot consumes only specific ones)."""
+
+    name: str
+    """Name of a specific reservation of a4-highgpu-8g nodes (created with specific_reservation_required)."""
+    project: str | None = None
+    """Owner project, when the reservation is shared from another project."""
+    create: FutureReservationSettings | None = None
+    """Create a calendar-mode future reservation; protected from deletion. Unset: consume an existing one."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value, 63)
+
+    @model_validator(mode="after")
+    def _same_name(self) -> ReservationSettings:
+        if self.create is not None and self.create.name != self.name:
+            raise ConfigProblem(
+                ("create", "name"), self.create.name, f"must equal reservation.name ({self.name}), the reservation the pods consume"
+            )
+        return self
+
+
+class FlexStartSettings(Section):
+    max_run_hours: int = Field(default=FLEX_START_MAX_HOURS)
+    """How long a flex-start node may run before GKE reclaims it (at most 7 days)."""
+
+    @field_validator("max_run_hours")
+    @classmethod
+    def _hours(cls, value: int) -> int:
+        if not 1 <= value <= FLEX_START_MAX_HOURS:
+            raise ConfigProblem((), value, f"is out of range; flex-start runs a node for 1 to {FLEX_START_MAX_HOURS} hours")
+        return value
+
+
+class CapacitySettings(Section):
+    """Where A4 nodes come from. A4 has no on-demand capacity."""
+
+    mode: str = "spot"
+    """Where A4 nodes come from: `spot`, `reservation`, `flex-start` or `fallback` (A4 has no on-demand)."""
+    reservation: ReservationSettings | None = None
+    """The specific reservation; required for `reservation`, and for `fallback` with a reservation step."""
+    flex_start: FlexStartSettings = FlexStartSettings()
+    """Flex-start (DWS) settings."""
+    fallback: tuple[str, ...] = ("reservation", "spot", "flex-start")
+    """Order of preference when mode is `fallback` (a GKE ComputeClass)."""
+    price_per_node_hour: float | None = None
+    """US dollars per node-hour for the estimates; default: the reference list price of the mode."""
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value in ("on-demand", "ondemand", "standard"):
+            raise ConfigProblem((), value, f"is not available for A4 ({A4_MACHINE_TYPE}); {one_of(CAPACITY_MODES)}")
+        if value not in CAPACITY_MODES:
+            raise ConfigProblem((), value, f"is not a capacity mode; {one_of(CAPACITY_MODES)}")
+        return value
+
+    @field_validator("fallback")
+    @classmethod
+    def _fallback(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ConfigProblem((), [], f"is empty; list one or more of: {', '.join(FALLBACK_CHOICES)}")
+        for index, mode in enumerate(value):
+            if mode not in FALLBACK_CHOICES:
+                raise ConfigProblem((index,), mode, f"is not a fallback step; {one_of(FALLBACK_CHOICES)}")
+        if len(set(value)) != len(value):
+            raise ConfigProblem((), list(value), "names a step twice; list each at most once")
+        return value
+
+    @field_validator("price_per_node_hour")
+    @classmethod
+    def _price(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ConfigProblem((), value, "must be a positive price in US dollars per node-hour")
+        return value
+
+    @model_validator(mode="after")
+    def _reservation_named(self) -> CapacitySettings:
+        wants_reservation = self.mode == "reservation" or (self.mode == "fallback" and "reservation" in self.fallback)
+        if wants_reservation and self.reservation is None:
+            step = " with a reservation step" if self.mode == "fallback" else ""
+            raise ConfigProblem(("reservation",), None, f"is required when capacity.mode is {self.mode}{step}; set reservation.name")
+        return self
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The capacity modes tried, in order."""
+        return self.fallback if self.mode == "fallback" else (self.mode,)
+
+
+class ModelSettings(Section):
+    id: str = "Qwen/Qwen3.5-27B-FP8"
+    """Hugging Face model id."""
+    revision: str = "main"
+    """Branch, tag or commit. A branch follows the repo: pin a commit for a reproducible cache."""
+    served_name: str | None = None
+    """Public model name clients send; default: the model id."""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not re.match(r"^[\w.-]+/[\w.-]+$", value):
+            raise ConfigProblem((), value, "is not a Hugging Face model id such as Qwen/Qwen3.5-27B-FP8")
+        return value
+
+    @property
+    def public_name(self) -> str:
+        return self.served_name or self.id
+
+
+class WorkloadSettings(Section):
+    """The request shape the serving profile is sized for (the reference method)."""
+
+    input_tokens: int = Field(default=1024, gt=0)
+    """Mean prompt length (ISL)."""
+    output_tokens: int = Field(default=512, gt=0)
+    """Mean generation length (OSL)."""
+    range_ratio: float = Field(default=0.5, ge=0, lt=1)
+    """Lengths vary by up to this fraction around the mean."""
+
+    @property
+    def longest_request(self) -> int:
+        # vLLM's random dataset draws lengths within +/- range_ratio of the mean.
+        grow = 1 + self.range_ratio
+        return math.ceil(self.input_tokens * grow) + math.ceil(self.output_tokens * grow)
+
+
+class ServingProfile(Section):
+    """vLLM engine settings. Defaults are the reference's tuned flags (REFERENCE.md section 1)."""
+
+    image: str = "vllm/vllm-openai:v0.18.1"
+    """vLLM image, pinned by tag or digest. v0.18.1 fixes v0.18.0's FP8 KV-cache accuracy bug."""
+    port: int = Field(default=8000, ge=1024, le=65535)
+    """HTTP port of the OpenAI-compatible server, its probes, metrics and Service."""
+    data_parallel_size: int = GPUS_PER_NODE
+    """Engines per pod: one full model copy per GPU. Must be 8 (tensor parallel 8 was 4x slower)."""
+    max_model_len: int = Field(default=2560, gt=0)
+    """Context length. The default 131072 wasted 85x of the KV cache; size it to input + output."""
+    max_num_batched_tokens: int = Field(default=16384, gt=0)
+    """Tokens per engine step."""
+    max_num_seqs: int = Field(default=8192, gt=0)
+    """Concurrent sequences per engine; 512 capped admission in the reference."""
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "fp8_e4m3"
+    """KV cache precision; FP8 holds ~3x the tokens (959K vs 288K per engine)."""
+    gpu_memory_utilization: float = Field(default=0.92, gt=0, le=0.95)
+    """Share of HBM for the engine; 0.95 with MTP ran out of memory."""
+    enable_prefix_caching: bool = True
+    """Prefix caching (it found no hits on Qwen 3.5's hybrid layers: do not count on it)."""
+    enable_chunked_prefill: bool = True
+    """Chunked prefill."""
+    attention_backend: str | None = "FLASHINFER"
+    """Attention backend; unset lets vLLM choose."""
+    optimization_level: int = Field(default=3, ge=0, le=3)
+    """vLLM compilation level (-O)."""
+    mtp_tokens: int = Field(default=1, ge=0, le=2)
+    """Multi-token-prediction speculative tokens; 0 disables. MTP-1 gave +50%; MTP-2 was slower."""
+    mamba_cache_mode: str | None = "align"
+    """Required for Qwen 3.5's hybrid layers, else every prompt is re-processed (10x slower)."""
+    mamba_block_size: int | None = Field(default=8, gt=0)
+    """Goes with mambaCacheMode align."""
+    extra_args: tuple[str, ...] = ()
+    """More engine flags, each `--name=value`, appended as given."""
+    env: dict[str, str] = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
+    """Engine environment; the default counts CUDA-graph memory when profiling, which prevents OOM."""
+    cold_start_minutes: int = Field(default=25, ge=5, le=120)
+    """Time a pod may take to become ready: model load and CUDA graph compile took ~10 min, plus download."""
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        return _pinned_image(value)
+
+    @field_validator("data_parallel_size")
+    @classmethod
+    def _one_engine_per_gpu(cls, value: int) -> int:
+        if value != GPUS_PER_NODE:
+            raise ConfigProblem(
+                (),
+                value,
+                f"must equal the GPUs of one A4 node ({GPUS_PER_NODE}): one engine per GPU; tensor parallel 8 was 4x slower (REFERENCE.md)",
+            )
+        return value
+
+    @field_validator("extra_args")
+    @classmethod
+    def _flags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, arg in enumerate(value):
+            if not arg.startswith("-"):
+                raise ConfigProblem((index,), arg, "is not a flag; write each as --name=value")
+        return value
+
+
+class CacheSettings(Section):
+    """The Hyperdisk ML model cache, written once and mounted read-only."""
+
+    enabled: bool = True
+    """Pre-stage the weights on Hyperdisk ML. Off: every replica downloads them at start."""
+    size_gi: int = Field(default=100, ge=10, le=65536)
+    """Volume size in GiB (the FP8 27B weights are ~29 GB)."""
+    throughput_mibps: int = Field(default=2400, ge=400)
+    """Provisioned throughput of the volume in MiB/s."""
+    download_method: Literal["hf", "git-lfs"] = "git-lfs"
+    """`hf` (huggingface_hub) or `git-lfs`. Xet downloads stalled at 16-20 GB for large checkpoints; git-lfs worked."""
+    download_machine_family: Literal["c4a", "c3"] = "c4a"
+    """CPU node of the download Job: C4A (Arm, as in the reference) or C3 (x86)."""
+    download_image: str = "python:3.12.7-slim-bookworm"
+    """Download Job image; must be multi-arch (it runs on Arm for C4A)."""
+    download_retries: int = Field(default=3, ge=0, le=10)
+    """Retries of the download Job before it fails."""
+    download_deadline_minutes: int = Field(default=60, ge=5, le=24 * 60)
+    """Deadline of the whole download Job."""
+    price_per_gib_month: float = Field(default=0.08, ge=0)
+    """US dollars per GiB-month, for the estimates (an unofficial figure)."""
+    price_per_mibps_month: float = Field(default=0.0, ge=0)
+    """US dollars per provisioned MiB/s-month, for the estimates; no reference figure, so 0."""
+
+    @field_validator("download_image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        return _pinned_image(value)
+
+
+class GatewaySettings(Section):
+    """The Inference Gateway, used when routing is gateway."""
+
+    exposure: Literal["internal", "external"] = "internal"
+    """`internal` (gke-l7-rilb) or `external` (gke-l7-regional-external-managed; needs allowPublicExposure)."""
+    proxy_subnet_cidr: str = "10.129.0.0/23"
+    """Range of the proxy-only subnet this stack creates."""
+    existing_proxy_subnet: str | None = None
+    """Name of an existing ACTIVE proxy-only subnet to use instead (a VPC allows one per region)."""
+    install_crds: Literal["auto", "always", "never"] = "auto"
+    """Install the InferencePool CRDs: `auto` when cluster.version is below what installs them (1.35)."""
+    chart_version: Literal["v1.4.0", "v1.5.0"] = "v1.4.0"
+    """Version of the inferencepool chart (endpoint picker)."""
+    backend_timeout_seconds: int = Field(default=300, ge=10, le=3600)
+    """Request timeout of the route and the backend, for long generations."""
+    endpoint_picker_cpu: str = "10"
+    """CPU of the endpoint picker (requests = limits); 4 and less crashed under ~8K connections."""
+    endpoint_picker_memory: str = "16Gi"
+    """Memory of the endpoint picker (requests = limits)."""
+    endpoint_picker_replicas: int = Field(default=1, ge=1, le=3)
+    """More than 1 adds standby replicas (leader election), not capacity."""
+    programmed_timeout_minutes: int = Field(default=15, ge=1, le=60)
+    """How long `pulumi up` waits for the Gateway to be Programmed."""
+
+    @field_validator("proxy_subnet_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        return _private_cidr(value)
+
+
+class BenchmarkSettings(Section):
+    """An in-cluster benchmark Job following the reference method."""
+
+    enabled: bool = False
+    """Run the benchmark Job on `pulumi up`."""
+    clients_per_node: int = Field(default=2, ge=1, le=16)
+    """`vllm bench serve` clients per serving node (~2,000 concurrent requests per node in the reference)."""
+    concurrency_per_client: int = Field(default=1024, ge=1, le=16000)
+    """Concurrent requests of one client; one client saturates a core at ~16K."""
+    prompts_per_client: int = Field(default=10240, ge=1)
+    """Prompts each client sends."""
+    machine_type: str = "c4-standard-16"
+    """The dedicated CPU node the clients run on."""
+    image: str = "vllm/vllm-openai:v0.18.1"
+    """Image with `vllm bench serve`."""
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        return _pinned_image(value)
+
+
+Labels = Annotated[dict[str, str], Field(default_factory=dict)]
+
+
+class StackSettings(Section):
+    """Everything one stack chooses. Only ``project`` has no default."""
+
+    project: str
+    """GCP project id."""
+    region: str = "europe-west4"
+    """Region of the cluster and network."""
+    zone: str = "europe-west4-b"
+    """Zone of the A4 nodes and the model cache (A4 zones include europe-west4-b and us-central1-b)."""
+    nodes: int = 1
+    """A4 nodes, one vLLM replica each; 0 scales to zero and keeps cluster and cache."""
+    routing: Literal["clusterip", "gateway"] = "clusterip"
+    """`clusterip` (round-robin Service; fastest) or `gateway` (Inference Gateway; 31-37% overhead measured)."""
+    production: bool = False
+    """Marks a production stack: deletion protection required."""
+    allow_public_exposure: bool = False
+    """Opt in to an internet-facing gateway or load balancer."""
+    labels: Labels
+    """Extra labels on every labelled resource (app, managed-by and stack are always set)."""
+    network: NetworkSettings = NetworkSettings()
+    """The VPC."""
+    cluster: ClusterSettings = ClusterSettings()
+    """The GKE cluster."""
+    capacity: CapacitySettings = CapacitySettings()
+    """Where A4 nodes come from."""
+    model: ModelSettings = ModelSettings()
+    """The model served."""
+    workload: WorkloadSettings = WorkloadSettings()
+    """The request shape the serving profile and estimates are for."""
+    serving: ServingProfile = ServingProfile()
+    """The vLLM engine profile."""
+    cache: CacheSettings = CacheSettings()
+    """The Hyperdisk ML model cache."""
+    gateway: GatewaySettings = GatewaySettings()
+    """The Inference Gateway (routing: gateway)."""
+    benchmark: BenchmarkSettings = BenchmarkSettings()
+    """The in-cluster benchmark Job."""
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", value):
+            raise ConfigProblem((), value, "is not a GCP project id: 6 to 30 lowercase letters, digits or '-', starting with a letter")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.match(r"^[a-z]+-[a-z]+\d+$", value):
+            raise ConfigProblem((), value, "is not a GCP region such as europe-west4")
+        return value
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: int) -> int:
+        if not 0 <= value <= 1000:
+            raise ConfigProblem((), value, "is out of range; use 0 (scaled to zero) up to 1000 A4 nodes")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if not _LABEL_KEY.match(key):
+                raise ConfigProblem((key,), key, "is not a label key: lowercase letter first, then up to 62 of a-z, 0-9, '-', '_'")
+            if not _LABEL_VALUE.match(text):
+                raise ConfigProblem((key,), text, "is not a label value: up to 63 of a-z, 0-9, '-', '_'")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> StackSettings:
+        if not self.zone.startswith(self.region + "-"):
+            raise ConfigProblem(("zone",), self.zone, f"is not in region {self.region}; use a zone such as {self.region}-b")
+        longest = self.workload.longest_request
+        if self.serving.max_model_len < longest:
+            raise ConfigProblem(
+                ("serving", "maxModelLen"),
+                self.serving.max_model_len,
+                f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
+                f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
+            )
+        if self.gateway.exposure == "external" and not self.allow_public_exposure:
+            raise ConfigProblem(
+                ("gateway", "exposure"),
+                "external",
+                "exposes the model to the internet; set allowPublicExposure: true to opt in, or use internal",
+            )
+        if self.production and not self.cluster.deletion_protection:
+            raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
+        return self
+
+
+def known_keys() -> dict[tuple[str | int, ...], list[str]]:
+    """The keys each section accepts, by the section's path, for spelling hints."""
+    table: dict[tuple[str | int, ...], list[str]] = {}
+
+    def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
+        table[path] = [str(f.alias) for f in model.model_fields.values()]
+        for field in model.model_fields.values():
+            annotation = field.annotation
+            for candidate in getattr(annotation, "__args__", (annotation,)):
+                if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                    walk(candidate, (*path, str(field.alias)))
+
+    walk(StackSettings, ())
+    return table
