@@ -1,0 +1,82 @@
+"""Offline render: ``python -m render <stack>`` and ``python -m render diff <a> <b>``.
+
+Runs the real program under Pulumi's mock engine: no cloud, no Pulumi CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from render.engine import PROJECT_ROOT, Render, render_stack
+from render.files import PLAN_FILE, changed_files, diff, manifests, plan, write
+from render.validation import ManifestError, validate
+from stacks.problems import StackConfigError
+
+BUILD = PROJECT_ROOT / "build"
+
+
+def kubernetes_version(render: Render) -> str:
+    """The schema version to validate against: the cluster's minimum control-plane version."""
+    return str(render.one("gcp:container/cluster:Cluster").inputs["minMasterVersion"])
+
+
+def validate_all(render: Render) -> list[str]:
+    version = kubernetes_version(render)
+    return [validate(manifest, version) for manifest in manifests(render)]
+
+
+def _render_to(stack: str, folder: Path) -> Render:
+    render = render_stack(stack)
+    write(render, folder)
+    return render
+
+
+def _folder_or_stack(target: str, scratch: Path) -> Path:
+    path = Path(target)
+    if path.is_dir() and (path / PLAN_FILE).exists():
+        return path
+    folder = scratch / target
+    _render_to(target, folder)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["diff"]:
+        parser = argparse.ArgumentParser(prog="python -m render diff", description="Diff two stacks, or two render folders.")
+        parser.add_argument("before", help="a stack name or a render folder")
+        parser.add_argument("after", help="a stack name or a render folder")
+        parser.add_argument("--exit-code", action="store_true", help="exit 1 when they differ")
+        options = parser.parse_args(args[1:])
+        with tempfile.TemporaryDirectory() as scratch:
+            lines = diff(
+                _folder_or_stack(options.before, Path(scratch)),
+                _folder_or_stack(options.after, Path(scratch)),
+                labels=(options.before, options.after),
+            )
+        sys.stdout.writelines(lines)
+        print(f"{changed_files(lines)} files differ between {options.before} and {options.after}")
+        return 1 if lines and options.exit_code else 0
+
+    parser = argparse.ArgumentParser(prog="python -m render", description="Render a stack offline: plan, manifests, cloud inputs.")
+    parser.add_argument("stack", help="the stack: Pulumi.<stack>.yaml")
+    parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
+    options = parser.parse_args(args)
+    folder = options.out or BUILD / options.stack
+    render = _render_to(options.stack, folder)
+    print(plan(render), end="")
+    checks = validate_all(render)
+    print(f"\n{len(checks)} Kubernetes objects valid (strict: Kubernetes {kubernetes_version(render)} schema and vendored CRDs)")
+    print(f"written to {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (StackConfigError, ManifestError, FileNotFoundError, FileExistsError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

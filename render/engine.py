@@ -1,0 +1,312 @@
+"""Runs the real ``__main__.py`` of a stack under Pulumi's mock engine.
+
+Every registration is recorded with its inputs (secrets kept as ``Secret``)
+and its options (parent, provider, dependencies, timeouts), which the plain
+mock API does not expose.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import json
+import os
+import runpy
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import mocks
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_REF = "5cf8f73096256a8f31e491e813e4eb8e"
+_OUTPUT_VALUE = "d0e6a833031e9bbcd3f4e8bde6ca49ad"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# What a secure config value stands in as: the render never decrypts.
+SECRET_PLACEHOLDER = "[secret]"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value Pulumi treats as secret; printed only as ``[secret]``."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Registration:
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    remote: bool
+    inputs: dict[str, Any]
+    parent: str
+    provider: str
+    dependencies: tuple[str, ...]
+    custom_timeouts: dict[str, str]
+    protect: bool
+    retain_on_delete: bool
+    ignore_changes: tuple[str, ...]
+    replace_on_changes: tuple[str, ...]
+    delete_before_replace: bool
+
+
+@dataclass
+class Render:
+    stack: str
+    resources: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def by_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> Registration:
+        found = [r for r in self.by_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_} {name or ''}, found {len(found)}")
+        return found[0]
+
+    def find(self, urn: str) -> Registration:
+        for registration in self.resources:
+            if registration.urn == urn:
+                return registration
+        raise LookupError(urn)
+
+    def depends_on(self, later: Registration, earlier: Registration) -> bool:
+        """True when ``later`` waits for ``earlier``, directly or through others."""
+        seen: set[str] = set()
+        pending = list(later.dependencies)
+        while pending:
+            urn = pending.pop()
+            if urn == earlier.urn:
+                return True
+            if urn in seen:
+                continue
+            seen.add(urn)
+            known = [r for r in self.resources if r.urn == urn]
+            pending.extend(dep for r in known for dep in r.dependencies)
+            # Waiting on a component means waiting on everything inside it.
+            pending.extend(r.urn for r in self.resources if r.parent == urn)
+        return False
+
+
+def _decode(value: Any) -> Any:
+    """Turns the wire form of inputs into plain data, keeping secrets marked."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET:
+            return Secret(_decode(value.get("value")))
+        if sig == _RESOURCE_REF:
+            return value.get("urn", "")
+        if sig == _OUTPUT_VALUE:
+            inner = _decode(value.get("value", _UNKNOWN))
+            return Secret(inner) if value.get("secret") else inner
+        if sig is not None:
+            return f"[{sig}]"
+        return {key: _decode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        # Protobuf carries every number as a double.
+        return int(value)
+    return value
+
+
+def reveal(value: Any) -> Any:
+    """The value with secrets unwrapped, for assertions on what a resource receives."""
+    if isinstance(value, Secret):
+        return reveal(value.value)
+    if isinstance(value, dict):
+        return {key: reveal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [reveal(item) for item in value]
+    return value
+
+
+def redact(value: Any) -> Any:
+    """The value with every secret replaced by ``[secret]``, for printing and files."""
+    if isinstance(value, Secret):
+        return SECRET_PLACEHOLDER
+    if isinstance(value, dict):
+        return {key: redact(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    return value
+
+
+# Values a real provider computes; the mock engine has to invent them.
+_COMPUTED: dict[str, dict[str, Any]] = {
+    "gcp:container/cluster:Cluster": {
+        "endpoint": "192.0.2.10",
+        "masterAuth": {"clusterCaCertificate": base64.b64encode(b"offline render: no certificate").decode()},
+    },
+}
+
+
+class _Mocks(mocks.Mocks):
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = {"name": args.name, **args.inputs, **_COMPUTED.get(args.typ, {})}
+        return f"{args.name}-id", state
+
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    def __init__(self, render: Render) -> None:
+        super().__init__(_Mocks())
+        self.render = render
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type != "pulumi:pulumi:Stack":
+            timeouts = request.customTimeouts
+            self.render.resources.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    custom=request.custom,
+                    remote=request.remote,
+                    inputs=_decode(json_format.MessageToDict(request.object)),
+                    parent=request.parent,
+                    provider=request.provider,
+                    dependencies=tuple(request.dependencies),
+                    custom_timeouts={
+                        k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete)) if v
+                    },
+                    protect=request.protect,
+                    retain_on_delete=request.retainOnDelete,
+                    ignore_changes=tuple(request.ignoreChanges),
+                    replace_on_changes=tuple(request.replaceOnChanges),
+                    delete_before_replace=request.deleteBeforeReplace,
+                )
+            )
+        return response
+
+
+def stack_config(stack: str, root: Path = PROJECT_ROOT) -> tuple[str, dict[str, Any]]:
+    """The project name and the ``config:`` map of ``Pulumi.<stack>.yaml``."""
+    project = yaml.safe_load((root / "Pulumi.yaml").read_text())["name"]
+    path = root / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+        raise FileNotFoundError(f"no stack '{stack}': {path.name} does not exist; stacks here: {', '.join(known)}")
+    document = yaml.safe_load(path.read_text()) or {}
+    return project, dict(document.get("config") or {})
+
+
+def _engine_config(config: Mapping[str, Any], project: str) -> tuple[dict[str, str], list[str]]:
+    """Config as the Pulumi CLI hands it to a program: strings, objects as JSON."""
+    values: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in config.items():
+        full_key = key if ":" in key else f"{project}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            values[full_key] = SECRET_PLACEHOLDER
+            secret_keys.append(full_key)
+        elif isinstance(value, str):
+            values[full_key] = value
+        elif isinstance(value, bool):
+            values[full_key] = "true" if value else "false"
+        else:
+            values[full_key] = json.dumps(value)
+    return values, secret_keys
+
+
+def _run_program(root: Path) -> None:
+    runpy.run_path(str(root / "__main__.py"), run_name="__main__")
+
+
+@contextmanager
+def _in_project(root: Path) -> Iterator[None]:
+    # __main__.py imports components/ and stacks/ as the Pulumi CLI would run it.
+    previous = Path.cwd()
+    os.chdir(root)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def render_stack(
+    stack: str,
+    *,
+    root: Path = PROJECT_ROOT,
+    config: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    record: Render | None = None,
+) -> Render:
+    """Runs ``__main__.py`` for ``stack`` and returns what it registered.
+
+    ``config`` replaces the stack file's config (keys as in the file);
+    ``secrets`` adds secret values, as ``pulumi config set --secret`` would;
+    ``record`` receives the registrations, so a caller can see what a
+    failing program registered before it failed.
+    """
+    project, file_config = stack_config(stack, root)
+    values, secret_keys = _engine_config(file_config if config is None else config, project)
+    for key, value in (secrets or {}).items():
+        full_key = f"{project}:{key}"
+        values[full_key] = value
+        secret_keys.append(full_key)
+    render = record if record is not None else Render(stack=stack)
+
+    def run() -> None:
+        set_all_config(values, secret_keys)
+        mocks.set_mocks(_Mocks(), project=project, stack=stack, preview=False, monitor=_RecordingMonitor(render))
+        with _in_project(root):
+            _sync_await(run_pulumi_func(lambda: _run_program(root)))
+        render.resources[:] = in_dependency_order(render.resources)
+        stack_resource = runtime_settings.get_root_resource()
+        render.outputs = _sync_await(_resolve_outputs(getattr(stack_resource, "outputs", {})))
+
+    # A fresh context per render: the SDK keeps its state in context variables.
+    contextvars.Context().run(run)
+    return render
+
+
+def in_dependency_order(resources: list[Registration]) -> list[Registration]:
+    """Each resource after its parent and its dependencies; ties by URN.
+
+    The SDK registers resources concurrently, so arrival order varies from
+    run to run; this order does not.
+    """
+    by_urn = {r.urn: r for r in resources}
+    waits = {r.urn: {u for u in (*r.dependencies, r.parent) if u in by_urn} for r in resources}
+    ordered: list[Registration] = []
+    ready = sorted(urn for urn, deps in waits.items() if not deps)
+    while ready:
+        urn = ready.pop(0)
+        ordered.append(by_urn[urn])
+        for other, deps in waits.items():
+            if urn in deps:
+                deps.discard(urn)
+                if not deps:
+                    ready.append(other)
+        ready.sort()
+    if len(ordered) != len(resources):
+        raise ValueError("dependency cycle among: " + ", ".join(sorted(set(by_urn) - {r.urn for r in ordered})))
+    return ordered
+
+
+async def _resolve_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    resolved: dict[str, Any] = {}
+    for key, value in outputs.items():
+        output = pulumi.Output.from_input(value)
+        plain = await output.future()
+        resolved[key] = Secret(plain) if await output.is_secret() else plain
+    return resolved

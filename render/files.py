@@ -1,0 +1,164 @@
+"""Turns a render into a readable plan and a folder of files, and diffs folders."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from render.engine import Registration, Render, redact
+
+PLAN_FILE = "plan.txt"
+
+# The inputs worth a glance in the plan, by resource type.
+HIGHLIGHTS: dict[str, tuple[str, ...]] = {
+    "gcp:projects/service:Service": ("service",),
+    "gcp:compute/network:Network": ("name",),
+    "gcp:compute/subnetwork:Subnetwork": ("name", "ipCidrRange", "purpose", "role"),
+    "gcp:container/cluster:Cluster": ("name", "location", "releaseChannel", "minMasterVersion", "deletionProtection"),
+    "gcp:compute/futureReservation:FutureReservation": ("name", "zone"),
+    "kubernetes:apps/v1:Deployment": ("spec.replicas", "spec.template.spec.containers.0.image"),
+    "kubernetes:batch/v1:Job": ("spec.template.spec.containers.0.image",),
+    "kubernetes:core/v1:Service": ("spec.type", "spec.ports.0.port"),
+    "kubernetes:core/v1:PersistentVolumeClaim": ("spec.accessModes", "spec.resources.requests.storage"),
+    "kubernetes:helm.sh/v4:Chart": ("chart", "version"),
+}
+
+
+def _dig(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return None
+    return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict) and len(value) == 1:
+        return str(next(iter(value.values())))
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def is_manifest(registration: Registration) -> bool:
+    """A Kubernetes object the provider applies as it is (not a chart or provider)."""
+    inputs = registration.inputs
+    return registration.type.startswith("kubernetes:") and registration.custom and "kind" in inputs and "apiVersion" in inputs
+
+
+def manifests(render: Render) -> list[dict[str, Any]]:
+    return [redact(r.inputs) for r in render.resources if is_manifest(r)]
+
+
+def _component_of(render: Render, registration: Registration) -> str:
+    parent = registration.parent
+    for candidate in render.resources:
+        if candidate.urn == parent and not candidate.custom:
+            return f"{candidate.name} ({candidate.type})"
+    return "stack"
+
+
+def plan(render: Render) -> str:
+    """One screen: resources grouped by component, the inputs that matter, the outputs."""
+    lines = [f"stack {render.stack}: {sum(r.custom or r.remote for r in render.resources)} resources", ""]
+    groups: dict[str, list[Registration]] = {}
+    for registration in render.resources:
+        if registration.custom or registration.remote:
+            groups.setdefault(_component_of(render, registration), []).append(registration)
+    for component, members in groups.items():
+        lines.append(component)
+        for registration in members:
+            inputs = redact(registration.inputs)
+            details = [
+                f"{key.split('.')[-1] if not key[-1].isdigit() else key.split('.')[-2]}={_short(value)}"
+                for key in HIGHLIGHTS.get(registration.type, ())
+                if (value := _dig(inputs, key)) is not None
+            ]
+            lines.append(f"  {registration.type:<55} {registration.name:<28} {' '.join(details)}".rstrip())
+        lines.append("")
+    lines.append("outputs")
+    for key, value in sorted(redact(render.outputs).items()):
+        lines.append(f"  {key}: {_short(value) if not isinstance(value, dict) else ''}".rstrip())
+        if isinstance(value, dict):
+            lines.extend(f"    {k}: {_short(v)}" for k, v in value.items())
+    return "\n".join(lines) + "\n"
+
+
+def _dump(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=120)
+
+
+def _file_name(*parts: str) -> str:
+    return ".".join(p.replace("/", "-").replace(":", "-") for p in parts if p) + ".yaml"
+
+
+def write(render: Render, folder: Path) -> list[Path]:
+    """Writes the plan, every Kubernetes manifest, every cloud resource's and chart's inputs.
+
+    The folder is replaced as a whole, so no stale file survives a rename.
+    """
+    if folder.exists():
+        if any(folder.iterdir()) and not (folder / PLAN_FILE).exists():
+            raise FileExistsError(f"{folder} exists and is not a render folder; choose another --out")
+        shutil.rmtree(folder)
+    written: dict[Path, str] = {folder / PLAN_FILE: plan(render), folder / "outputs.yaml": _dump(redact(render.outputs))}
+    for registration in render.resources:
+        inputs = redact(registration.inputs)
+        if is_manifest(registration):
+            metadata = inputs.get("metadata", {})
+            path = (
+                folder
+                / "kubernetes"
+                / _file_name(metadata.get("namespace", ""), inputs["kind"].lower(), metadata.get("name", registration.name))
+            )
+        elif registration.remote:
+            path = folder / "charts" / _file_name(registration.name)
+        elif registration.custom:
+            kind = registration.type.split(":")[-1]
+            if registration.type.startswith("pulumi:providers:"):
+                kind = f"provider-{kind}"
+            path = folder / "cloud" / _file_name(kind, registration.name)
+        else:
+            continue
+        if path in written:
+            raise ValueError(f"two resources render to {path}")
+        written[path] = _dump(inputs)
+    for path, text in written.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return sorted(written)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def diff(before: Path, after: Path, labels: tuple[str, str] | None = None) -> list[str]:
+    """A unified diff of two render folders, file by file."""
+    left, right = _files(before), _files(after)
+    names = labels or (str(before), str(after))
+    lines: list[str] = []
+    for name in sorted(set(left) | set(right)):
+        lines.extend(
+            difflib.unified_diff(
+                left.get(name, "").splitlines(keepends=True),
+                right.get(name, "").splitlines(keepends=True),
+                fromfile=f"{names[0]}/{name}" if name in left else "/dev/null",
+                tofile=f"{names[1]}/{name}" if name in right else "/dev/null",
+            )
+        )
+    return lines
+
+
+def changed_files(lines: Iterable[str]) -> int:
+    return sum(1 for line in lines if line.startswith("+++ "))

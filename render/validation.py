@@ -1,0 +1,84 @@
+"""Validates rendered Kubernetes objects against real schemas, offline.
+
+Core kinds: the Kubernetes OpenAPI schema of the cluster's minor version, in
+strict mode (``kubernetes-validate``). Custom kinds: the upstream CRDs vendored
+in ``schemas/crds`` (see its PROVENANCE.md), also strict.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def _strict(schema: Any) -> Any:
+    """An OpenAPI v3 CRD schema as JSON Schema that rejects unknown fields."""
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    converted = {key: _strict(value) for key, value in schema.items() if not key.startswith("x-kubernetes-")}
+    if schema.get("x-kubernetes-int-or-string"):
+        converted.pop("type", None)
+        converted["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if schema.get("nullable"):
+        converted.pop("nullable")
+        if "type" in converted:
+            converted["type"] = [converted["type"], "null"]
+    if "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        converted.setdefault("additionalProperties", False)
+    if "required" in schema:
+        # The API server fills defaulted fields before it checks required ones.
+        defaulted = {name for name, prop in schema.get("properties", {}).items() if "default" in prop}
+        converted["required"] = [name for name in schema["required"] if name not in defaulted]
+    return converted
+
+
+@cache
+def custom_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """``(apiVersion, kind)`` -> JSON Schema, from every vendored CRD."""
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted((SCHEMAS / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            schema = _strict(version["schema"]["openAPIV3Schema"])
+            # metadata is checked by the API server, not by the CRD.
+            schema["properties"]["metadata"] = {"type": "object"}
+            table[(f"{group}/{version['name']}", kind)] = schema
+    compute_class = yaml.safe_load((SCHEMAS / "computeclass.schema.yaml").read_text())
+    table[("cloud.google.com/v1", "ComputeClass")] = _strict(compute_class)
+    return table
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def validate(manifest: dict[str, Any], kubernetes_version: str) -> str:
+    """Raises ``ManifestError`` naming the object and the failing field; returns how it was checked."""
+    api_version, kind = manifest.get("apiVersion", ""), manifest.get("kind", "")
+    name = f"{kind}/{manifest.get('metadata', {}).get('name', '?')}"
+    schema = custom_schemas().get((api_version, kind))
+    if schema is not None:
+        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(manifest), key=lambda e: list(e.absolute_path))
+        if errors:
+            first = errors[0]
+            where = ".".join(str(p) for p in first.absolute_path) or "(root)"
+            raise ManifestError(f"{name}: {where}: {first.message} (vendored CRD {api_version})")
+        return f"CRD {api_version}"
+    try:
+        kubernetes_validate.validate(manifest, kubernetes_version, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        where = ".".join(str(p) for p in error.path) or "(root)"
+        raise ManifestError(f"{name}: {where}: {error.message} (Kubernetes {kubernetes_version})") from None
+    except kubernetes_validate.SchemaNotFoundError:
+        raise ManifestError(f"{name}: no schema for {api_version} {kind}: vendor its CRD into schemas/crds") from None
+    return f"Kubernetes {kubernetes_version}"
