@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from render.engine import PROJECT_ROOT, Render, render_stack
+
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
+
+
+@cache
+def rendered(stack: str) -> Render:
+    """One render per stack per test session: renders are deterministic (tested)."""
+    return render_stack(stack)
+
+
+def stack_file_config(stack: str) -> dict[str, Any]:
+    document = yaml.safe_load((PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text())
+    return dict(document["config"])
+
+
+def render_with(stack: str, **changes: Any) -> Render:
+    """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key."""
+    config = stack_file_config(stack)
+    for key, value in changes.items():
+        full = f"llm:{key}"
+        if value is None:
+            config.pop(full, None)
+        else:
+            config[full] = value
+    return render_stack(stack, config=config)
+
+
+@pytest.fixture(params=STACKS)
+def stack(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def root() -> Path:
+    return PROJECT_ROOT

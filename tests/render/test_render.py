@@ -1,0 +1,106 @@
+"""Every stack renders offline, validates against real schemas, and renders the same twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from render.__main__ import kubernetes_version, main, validate_all
+from render.engine import render_stack
+from render.files import diff, manifests, write
+from render.validation import ManifestError, validate
+from tests.conftest import STACKS, rendered
+
+
+def test_the_repo_has_a_dev_stack() -> None:
+    assert "dev" in STACKS
+
+
+def test_every_stack_renders_with_every_resource_on_an_explicit_provider(stack: str) -> None:
+    render = rendered(stack)
+    providers = {r.urn for r in render.resources if r.type.startswith("pulumi:providers:")}
+    cloud = [r for r in render.resources if r.custom and not r.type.startswith("pulumi:providers:")]
+    assert cloud
+    for registration in cloud:
+        provider_urn = registration.provider.rsplit("::", 1)[0]
+        assert provider_urn in providers, f"{registration.type} {registration.name} uses a default provider"
+
+
+def test_every_rendered_kubernetes_object_validates_strictly(stack: str) -> None:
+    render = rendered(stack)
+    checks = validate_all(render)
+    assert len(checks) == len(manifests(render)) > 0
+
+
+def test_validation_rejects_an_unknown_field() -> None:
+    with pytest.raises(ManifestError, match=r"Namespace/x: spec: .*'colour' was unexpected"):
+        validate({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spec": {"colour": "red"}}, "1.35")
+
+
+def test_validation_rejects_an_unknown_field_in_a_custom_resource() -> None:
+    monitoring = {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "endpoints": [{"port": 8000, "interval": "30s", "pathh": "/metrics"}]},
+    }
+    with pytest.raises(ManifestError, match="pathh"):
+        validate(monitoring, "1.35")
+
+
+def test_validation_uses_the_cluster_minor_version(stack: str) -> None:
+    assert kubernetes_version(rendered(stack)) == "1.35"
+
+
+def test_two_renders_write_identical_files(stack: str, tmp_path: Path) -> None:
+    write(render_stack(stack), tmp_path / "first")
+    write(render_stack(stack), tmp_path / "second")
+    assert diff(tmp_path / "first", tmp_path / "second") == []
+
+
+def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:
+    write(rendered("dev"), tmp_path / "dev")
+    changed = render_stack("dev", config={"llm:project": "another-project", "llm:cluster": {"deletionProtection": False}})
+    write(changed, tmp_path / "changed")
+    lines = "".join(diff(tmp_path / "dev", tmp_path / "changed"))
+    assert "-project: llm-serving-dev" in lines and "+project: another-project" in lines
+
+
+def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        write(rendered("dev"), tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_secrets_print_as_placeholders_and_never_in_plain_text(tmp_path: Path) -> None:
+    token = "hf_offline_render_token_value"
+    render = render_stack("dev", secrets={"hfToken": token, "apiKey": "sk-offline-api-key"})
+    write(render, tmp_path)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            text = path.read_text()
+            assert token not in text and "sk-offline-api-key" not in text, path
+
+
+def test_the_cli_renders_the_dev_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dev", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for expected in (
+        "gcp:compute/network:Network",
+        "gcp:compute/subnetwork:Subnetwork",
+        "gcp:container/cluster:Cluster",
+        "pulumi:providers:kubernetes",
+    ):
+        assert expected in out
+    assert "Kubernetes objects valid" in out
+    assert (tmp_path / "plan.txt").read_text() in out
+
+
+def test_the_cli_diffs_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["dev", "--out", str(tmp_path / "a")])
+    main(["dev", "--out", str(tmp_path / "b")])
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--exit-code"]) == 0
+    assert "0 files differ" in capsys.readouterr().out

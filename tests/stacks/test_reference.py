@@ -1,0 +1,24 @@
+"""The README's configuration reference cannot drift from the schema."""
+
+from __future__ import annotations
+
+from stacks.reference import README, table, updated
+from stacks.settings import known_keys
+
+
+def test_readme_reference_matches_the_schema() -> None:
+    readme = README.read_text()
+    assert updated(readme) == readme, "run `uv run python -m stacks.reference` and commit README.md"
+
+
+def test_reference_lists_every_key_of_every_section() -> None:
+    text = table()
+    for path, keys in known_keys().items():
+        prefix = "llm:" + "".join(f"{part}." for part in path)
+        for key in keys:
+            assert f"| `{prefix}{key}` |" in text
+
+
+def test_every_key_is_described() -> None:
+    for line in table().splitlines()[2:]:
+        assert line.rstrip(" |").split("|")[-1].strip(), line
