@@ -1,0 +1,26 @@
+"""Registers a Kubernetes manifest, built as a plain dict, with the Kubernetes provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+
+def type_token(api_version: str, kind: str) -> str:
+    """``apps/v1`` + ``Deployment`` -> ``kubernetes:apps/v1:Deployment``; the core group is ``core``."""
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{kind}"
+
+
+class Manifest(pulumi.CustomResource):
+    """Any Kubernetes object, built kinds and custom ones alike.
+
+    The provider picks how to create and await an object by its type token,
+    the same token the typed classes use, so a Deployment registered here is
+    awaited as a Deployment. Builders stay plain dicts that render and
+    validate offline as they are.
+    """
+
+    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
+        super().__init__(type_token(manifest["apiVersion"], manifest["kind"]), name, dict(manifest), opts)
