@@ -339,6 +339,10 @@ class ServingProfile(Section):
     """Engine environment; the default counts CUDA-graph memory when profiling, which prevents OOM."""
     cold_start_minutes: int = Field(default=25, ge=5, le=120)
     """Time a pod may take to become ready: model load and CUDA graph compile took ~10 min, plus download."""
+    cpu: str = "180"
+    """CPU request (= limit) of a replica; an A4 node has 224 vCPUs, some kept by GKE."""
+    memory: str = "1800Gi"
+    """Memory request (= limit) of a replica; an A4 node has ~3.9 TB."""
 
     @field_validator("image")
     @classmethod

@@ -1,0 +1,107 @@
+"""Throughput and cost estimates from the reference measurements (REFERENCE.md section 1).
+
+They hold only for the reference model, serving profile and workload; for
+anything else the estimate says that no reference figure exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+from stacks.settings import ModelSettings, ServingProfile, StackSettings, WorkloadSettings
+
+# Measured total tokens/s (input + output) by node count, ClusterIP routing.
+MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
+# Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
+MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
+CLUSTER_FEE_PER_HOUR = 0.10
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class Estimate:
+    tokens_per_second: int | None
+    cost_per_hour: float | None
+    dollars_per_million_tokens: float | None
+    basis: str
+
+    def as_output(self) -> dict[str, object]:
+        return {
+            "tokensPerSecond": self.tokens_per_second,
+            "costPerHour": self.cost_per_hour,
+            "dollarsPerMillionTokens": self.dollars_per_million_tokens,
+            "basis": self.basis,
+        }
+
+
+def _interpolate(table: dict[int, float], nodes: int) -> tuple[float, bool]:
+    """The table's value at ``nodes``, linear between measured points; True when outside them."""
+    points = sorted(table)
+    if nodes <= points[0]:
+        return table[points[0]], nodes < points[0]
+    if nodes >= points[-1]:
+        return table[points[-1]], nodes > points[-1]
+    for low, high in pairwise(points):
+        if low <= nodes <= high:
+            share = (nodes - low) / (high - low)
+            return table[low] + share * (table[high] - table[low]), False
+    raise AssertionError("unreachable: nodes lies between the table's points")
+
+
+def scaling_efficiency(nodes: int) -> tuple[float, bool]:
+    per_node = MEASURED_TOKENS_PER_SECOND[1]
+    efficiency = {n: total / (n * per_node) for n, total in MEASURED_TOKENS_PER_SECOND.items()}
+    return _interpolate(efficiency, nodes)
+
+
+def _is_reference(settings: StackSettings) -> str | None:
+    """Why no reference figure applies, or None when one does."""
+    if settings.model.id != ModelSettings().id:
+        return f"model {settings.model.id} was not measured"
+    if settings.workload != WorkloadSettings():
+        return "workload differs from the reference (input 1024, output 512, range 0.5)"
+    engine = settings.serving.model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"})
+    if engine != ServingProfile().model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"}):
+        return "serving profile differs from the reference flags"
+    return None
+
+
+def cost_per_hour(settings: StackSettings, price_per_node_hour: float | None) -> float | None:
+    """Nodes at the capacity's price, the cluster fee, and the model cache; None without a price."""
+    cache = settings.cache
+    cache_per_hour = (
+        (cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month) / HOURS_PER_MONTH
+        if cache.enabled
+        else 0.0
+    )
+    if settings.nodes and price_per_node_hour is None:
+        return None
+    gpu = settings.nodes * (price_per_node_hour or 0.0)
+    return round(gpu + CLUSTER_FEE_PER_HOUR + cache_per_hour, 2)
+
+
+def estimate(settings: StackSettings, price_per_node_hour: float | None) -> Estimate:
+    cost = cost_per_hour(settings, price_per_node_hour)
+    price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
+    if settings.nodes == 0:
+        return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
+    unmatched = _is_reference(settings)
+    if unmatched is not None:
+        return Estimate(None, cost, None, f"no reference figure: {unmatched}" + price_note)
+    efficiency, extrapolated = scaling_efficiency(settings.nodes)
+    tokens = MEASURED_TOKENS_PER_SECOND[1] * settings.nodes * efficiency
+    plural = "s" if settings.nodes > 1 else ""
+    basis = (
+        f"reference: {MEASURED_TOKENS_PER_SECOND[1]:,.0f} tok/s per node x {efficiency:.1%} scaling efficiency"
+        f" at {settings.nodes} node{plural}"
+    )
+    if settings.routing == "gateway":
+        overhead, outside = _interpolate(MEASURED_GATEWAY_OVERHEAD, settings.nodes)
+        tokens *= 1 - overhead
+        extrapolated = extrapolated or outside
+        basis += f", minus {overhead:.0%} Inference Gateway overhead"
+    if extrapolated:
+        basis += " (extrapolated beyond the measured node counts)"
+    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
+    return Estimate(round(tokens), cost, per_million, basis + price_note)
