@@ -1,0 +1,119 @@
+"""The model cache: downloaded once, snapshotted after the download, mounted read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.model_cache import cache_id, download_script
+from render.engine import Registration, Render
+from stacks.settings import ModelSettings, StackSettings
+from tests.conftest import render_with, rendered
+
+CACHE_TYPES = (
+    "kubernetes:storage.k8s.io/v1:StorageClass",
+    "kubernetes:core/v1:PersistentVolumeClaim",
+    "kubernetes:batch/v1:Job",
+    "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot",
+    "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshotClass",
+)
+
+
+def cache_resources(render: Render) -> dict[str, Registration]:
+    component = render.one("llm:storage:ModelCache")
+    return {f"{r.type}::{r.name}": r for r in render.resources if r.parent == component.urn}
+
+
+def claim(render: Render, access: str) -> Registration:
+    return next(r for r in render.by_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["spec"]["accessModes"] == [access])
+
+
+def test_the_storage_class_is_hyperdisk_ml_with_throughput_and_read_ahead() -> None:
+    storage = rendered("dev").one("kubernetes:storage.k8s.io/v1:StorageClass").inputs
+    assert storage["parameters"] == {"type": "hyperdisk-ml", "provisioned-throughput-on-create": "2400Mi"}
+    assert storage["mountOptions"] == ["read_ahead_kb=4096"]
+
+
+def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() -> None:
+    render = rendered("dev")
+    job = render.one("kubernetes:batch/v1:Job")
+    snapshot = render.one("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
+    reader = claim(render, "ReadOnlyMany")
+    assert render.depends_on(snapshot, job)
+    assert render.depends_on(reader, snapshot)
+    assert reader.inputs["spec"]["dataSource"] == {
+        "apiGroup": "snapshot.storage.k8s.io",
+        "kind": "VolumeSnapshot",
+        "name": snapshot.inputs["metadata"]["name"],
+    }
+    assert snapshot.inputs["spec"]["source"]["persistentVolumeClaimName"] == claim(render, "ReadWriteOnce").inputs["metadata"]["name"]
+
+
+def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it() -> None:
+    job = rendered("dev").one("kubernetes:batch/v1:Job")
+    spec = job.inputs["spec"]
+    assert spec["backoffLimit"] == 3
+    assert spec["activeDeadlineSeconds"] == 3600
+    assert job.custom_timeouts["create"] == "70m"
+
+
+def test_the_download_job_runs_on_an_arm_cpu_node_in_the_cache_zone() -> None:
+    pod = rendered("dev").one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/machine-family": "c4a",
+        "kubernetes.io/arch": "arm64",
+        "topology.kubernetes.io/zone": "europe-west4-b",
+    }
+    assert "nvidia.com/gpu" not in pod["containers"][0]["resources"]["requests"]
+
+
+def test_an_x86_download_node_gets_the_x86_architecture() -> None:
+    pod = render_with("dev", cache={"downloadMachineFamily": "c3"}).one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"]["kubernetes.io/arch"] == "amd64"
+
+
+def test_download_methods() -> None:
+    base: dict[str, Any] = {"project": "example-project"}
+    lfs = download_script(StackSettings.model_validate(base))
+    assert "git-lfs" in lfs and "lfs pull" in lfs and "hf download" not in lfs
+    hub = download_script(StackSettings.model_validate({**base, "cache": {"downloadMethod": "hf"}}))
+    assert "hf download Qwen/Qwen3.5-27B-FP8 --revision main" in hub and "git" not in hub
+    for script in (lfs, hub):
+        assert script.startswith("set -euo pipefail")
+        assert ".complete" in script
+        # Tracing would print the token's expansion into the Job's log.
+        assert "set -x" not in script and "xtrace" not in script
+
+
+def test_replicas_mount_the_cache_read_only() -> None:
+    render = rendered("dev")
+    pod = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs["spec"]["template"]["spec"]
+    reader = claim(render, "ReadOnlyMany")
+    volume = next(v for v in pod["volumes"] if "persistentVolumeClaim" in v)
+    assert volume["persistentVolumeClaim"] == {"claimName": reader.inputs["metadata"]["name"], "readOnly": True}
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"])
+    assert mount["readOnly"] is True
+    assert pod["containers"][0]["command"][2].startswith(mount["mountPath"] + "/")
+
+
+def test_cache_names_follow_the_model_id_and_revision() -> None:
+    base = ModelSettings()
+    assert cache_id(base) == cache_id(ModelSettings())
+    assert cache_id(base) != cache_id(ModelSettings(revision="0123abc"))
+    assert cache_id(base) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B"))
+    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90))}-writer") <= 63
+
+
+def test_changing_the_model_rebuilds_the_cache() -> None:
+    before = cache_resources(rendered("dev"))
+    after = cache_resources(render_with("dev", model={"id": "Qwen/Qwen3.5-27B-FP8", "revision": "0123abc"}))
+    per_model = {k for k in before if "Class" not in k.split("::")[0]}
+    assert per_model and not per_model & set(after)
+
+
+def test_without_a_cache_replicas_download_at_start() -> None:
+    render = render_with("dev", cache={"enabled": False})
+    assert render.by_type("llm:storage:ModelCache") == []
+    assert not any(render.by_type(t) for t in CACHE_TYPES)
+    container = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][2] == "Qwen/Qwen3.5-27B-FP8"
+    assert not any(v.get("name") == "HF_HUB_OFFLINE" for v in container["env"])

@@ -1,0 +1,78 @@
+"""Estimates come from the reference measurements, and only for the reference profile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from render.engine import reveal
+from stacks.estimates import estimate, scaling_efficiency
+from stacks.settings import StackSettings
+from tests.conftest import render_with, rendered
+
+
+def settings(**values: Any) -> StackSettings:
+    return StackSettings.model_validate({"project": "example-project", **values})
+
+
+@pytest.mark.parametrize(("nodes", "measured"), [(1, 95_317), (2, 190_000), (4, 376_074), (8, 740_192), (12, 1_103_941)])
+def test_measured_node_counts_give_the_measured_throughput(nodes: int, measured: int) -> None:
+    assert estimate(settings(nodes=nodes), 32.61).tokens_per_second == measured
+
+
+def test_prod_estimates_about_1_1m_tokens_per_second_and_its_cost() -> None:
+    estimates = reveal(rendered("prod").outputs)["estimates"]
+    assert estimates["tokensPerSecond"] == 1_103_941
+    # 12 x $88.93 + $0.10 cluster fee + 100 GiB of Hyperdisk ML at $0.08/GiB-month.
+    assert estimates["costPerHour"] == pytest.approx(12 * 88.93 + 0.10 + 100 * 0.08 / 730, abs=0.01)
+    assert estimates["dollarsPerMillionTokens"] == pytest.approx(0.27, abs=0.005)
+
+
+def test_dev_estimates_one_spot_node() -> None:
+    estimates = reveal(rendered("dev").outputs)["estimates"]
+    assert estimates["tokensPerSecond"] == 95_317
+    assert estimates["costPerHour"] == pytest.approx(32.61 + 0.10 + 0.01, abs=0.01)
+    assert estimates["dollarsPerMillionTokens"] < 0.10
+
+
+def test_between_measured_counts_the_efficiency_is_interpolated() -> None:
+    efficiency, extrapolated = scaling_efficiency(10)
+    assert scaling_efficiency(12)[0] < efficiency < scaling_efficiency(8)[0]
+    assert not extrapolated
+    assert scaling_efficiency(16)[1]
+
+
+def test_gateway_routing_applies_the_measured_overhead() -> None:
+    clusterip = estimate(settings(nodes=4), 32.61)
+    gateway = estimate(settings(nodes=4, routing="gateway"), 32.61)
+    assert gateway.tokens_per_second == round(376_074 * (1 - 0.35))
+    assert clusterip.tokens_per_second is not None and gateway.tokens_per_second < clusterip.tokens_per_second
+    assert "Inference Gateway" in gateway.basis
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"serving": {"maxNumSeqs": 512}},
+        {"workload": {"inputTokens": 2048}, "serving": {"maxModelLen": 8192}},
+        {"model": {"id": "Qwen/Qwen3.5-27B"}},
+    ],
+    ids=["profile", "workload", "model"],
+)
+def test_no_reference_figure_outside_the_reference(changes: dict[str, Any]) -> None:
+    result = estimate(settings(**changes), 32.61)
+    assert result.tokens_per_second is None and result.dollars_per_million_tokens is None
+    assert result.basis.startswith("no reference figure")
+    assert result.cost_per_hour is not None
+
+
+def test_an_unknown_price_says_how_to_set_one() -> None:
+    result = estimate(settings(capacity={"mode": "flex-start"}), None)
+    assert result.cost_per_hour is None
+    assert "capacity.pricePerNodeHour" in result.basis
+
+
+def test_changing_the_image_keeps_the_reference_figure() -> None:
+    render = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"})
+    assert reveal(render.outputs)["estimates"]["tokensPerSecond"] == 95_317
