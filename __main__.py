@@ -3,12 +3,14 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis import BASE_APIS, ProjectApis
+from components.apis import BASE_APIS, GATEWAY_APIS, ProjectApis
 from components.capacity import Capacity
 from components.cluster import Cluster
 from components.credentials import Credentials
+from components.gateway import InferenceGateway
 from components.model_cache import ModelCache
 from components.network import Network
+from components.proxy_subnet import ProxySubnet
 from components.replicas import ReplicaSet
 from stacks.estimates import estimate
 from stacks.loading import load
@@ -16,11 +18,12 @@ from stacks.loading import load
 stack = load()
 settings = stack.settings
 labels = stack.labels
+gateway_routing = settings.routing == "gateway"
 
 gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 
-apis = ProjectApis("apis", settings.project, BASE_APIS, opts=on_gcp)
+apis = ProjectApis("apis", settings.project, BASE_APIS + (GATEWAY_APIS if gateway_routing else ()), opts=on_gcp)
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
 network = Network("network", settings.network, project=settings.project, region=settings.region, opts=after_apis)
 cluster = Cluster(
@@ -57,6 +60,27 @@ replicas = ReplicaSet(
     kubernetes=cluster.provider,
     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, credentials) if r])),
 )
+
+if gateway_routing:
+    proxy_subnet = ProxySubnet(
+        "proxy-subnet",
+        settings.gateway,
+        network=network,
+        network_name=settings.network.name,
+        project=settings.project,
+        region=settings.region,
+        opts=after_apis,
+    )
+    gateway = InferenceGateway(
+        "gateway",
+        settings,
+        stack=stack.name,
+        labels=labels,
+        prerequisites=[apis.services[GATEWAY_APIS[0]], proxy_subnet],
+        kubernetes=cluster.provider,
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
+    )
+    pulumi.export("gatewayAddress", gateway.address)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)

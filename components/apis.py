@@ -7,6 +7,8 @@ import pulumi_gcp as gcp
 
 # Everything runs on GKE; compute carries the VPC and the disks.
 BASE_APIS = ("compute.googleapis.com", "container.googleapis.com")
+# The Inference Gateway's load balancer stays unprogrammed without it, silently.
+GATEWAY_APIS = ("networkservices.googleapis.com",)
 
 
 class ProjectApis(pulumi.ComponentResource):

@@ -19,8 +19,14 @@ class Manifest(pulumi.CustomResource):
     The provider picks how to create and await an object by its type token,
     the same token the typed classes use, so a Deployment registered here is
     awaited as a Deployment. Builders stay plain dicts that render and
-    validate offline as they are.
+    validate offline as they are. ``outputs`` names fields the cluster fills
+    in (such as ``status``) to read back with ``output``.
     """
 
-    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
-        super().__init__(type_token(manifest["apiVersion"], manifest["kind"]), name, dict(manifest), opts)
+    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions, outputs: tuple[str, ...] = ()) -> None:
+        props: dict[str, Any] = {**manifest, **dict.fromkeys(outputs)}
+        super().__init__(type_token(manifest["apiVersion"], manifest["kind"]), name, props, opts)
+
+    def output(self, field: str) -> pulumi.Output[Any]:
+        value: pulumi.Output[Any] = getattr(self, field)
+        return value

@@ -69,6 +69,8 @@ class Render:
     stack: str
     resources: list[Registration] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    # Provider functions the program called (lookups such as get_subnetwork).
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -153,6 +155,7 @@ _COMPUTED: dict[str, dict[str, Any]] = {
         "endpoint": "192.0.2.10",
         "masterAuth": {"clusterCaCertificate": base64.b64encode(b"offline render: no certificate").decode()},
     },
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": {"status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.20"}]}},
 }
 
 
@@ -162,13 +165,17 @@ class _Mocks(mocks.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
+        return {}, []
 
 
 class _RecordingMonitor(mocks.MockMonitor):
     def __init__(self, render: Render) -> None:
         super().__init__(_Mocks())
         self.render = render
+
+    def Invoke(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
+        self.render.invokes.append((request.tok, _decode(json_format.MessageToDict(request.args))))
+        return super().Invoke(request)  # type: ignore[no-untyped-call]
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,11 +44,25 @@ def _dig(value: Any, path: str) -> Any:
 def _short(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return json.dumps(value, sort_keys=True)
     if isinstance(value, dict) and len(value) == 1:
         return str(next(iter(value.values())))
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested chart values as dotted keys; lists stay whole."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat
 
 
 def is_manifest(registration: Registration) -> bool:
@@ -85,6 +100,8 @@ def plan(render: Render) -> str:
                 if (value := _dig(inputs, key)) is not None
             ]
             lines.append(f"  {registration.type:<55} {registration.name:<28} {' '.join(details)}".rstrip())
+            if registration.remote and isinstance(inputs.get("values"), dict):
+                lines.extend(f"      {key} = {_short(value)}" for key, value in sorted(flatten(inputs["values"]).items()))
         lines.append("")
     lines.append("outputs")
     for key, value in sorted(redact(render.outputs).items()):

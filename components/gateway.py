@@ -1,0 +1,187 @@
+"""The Inference Gateway: endpoint-picker chart, Gateway and HTTPRoute to the InferencePool.
+
+Used when a stack sets ``routing: gateway``. It costs 31-37% of throughput
+against round-robin ClusterIP (REFERENCE.md section 1) and earns its keep
+only with uneven load or shared prefixes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.manifests import Manifest
+from components.ordering import child_options
+from components.replicas import selector_labels
+from stacks.settings import GatewaySettings, StackSettings
+
+CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
+CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/{version}/v1-manifests.yaml"
+# The chart names the InferencePool after the Helm release.
+POOL = "vllm"
+GATEWAY = "inference-gateway"
+ROUTE = "vllm"
+GATEWAY_CLASSES = {"internal": "gke-l7-rilb", "external": "gke-l7-regional-external-managed"}
+# GKE installs the InferencePool CRDs from 1.34.0-gke.1626000; a bare "1.34"
+# cannot promise that patch, so auto-install below 1.35.
+GKE_INSTALLS_CRDS_FROM_MINOR = 35
+
+
+def installs_crds(settings: StackSettings) -> bool:
+    mode = settings.gateway.install_crds
+    return mode == "always" or (mode == "auto" and settings.cluster.minor < GKE_INSTALLS_CRDS_FROM_MINOR)
+
+
+def endpoint_picker_values(settings: StackSettings, stack: str) -> dict[str, Any]:
+    """Chart values; every key is one the pinned chart version reads (tested against its key list)."""
+    gateway = settings.gateway
+    port = settings.serving.port
+    resources = {"cpu": gateway.endpoint_picker_cpu, "memory": gateway.endpoint_picker_memory}
+    return {
+        "inferencePool": {
+            "modelServers": {"matchLabels": selector_labels(stack)},
+            # v1.4.0 reads both: the pool's ports and the HealthCheckPolicy's port.
+            "targetPorts": [{"number": port}],
+            "targetPortNumber": port,
+        },
+        "inferenceExtension": {
+            # More than one replica is leader election (standby), not more capacity.
+            "replicas": gateway.endpoint_picker_replicas,
+            # The chart default (4 CPU / 8Gi) crashed under ~8K connections.
+            "resources": {"requests": resources, "limits": resources},
+            # Renders the EPP's PodMonitoring with provider gke (monitoring.gke was removed in v1.3.0).
+            "monitoring": {"prometheus": {"enabled": True}},
+        },
+        "provider": {"name": "gke", "gke": {"autopilot": True}},
+    }
+
+
+def gateway_manifest(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
+    gateway = settings.gateway
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {
+            "name": GATEWAY,
+            "namespace": settings.cluster.namespace,
+            "labels": labels,
+            # Waits for the load balancer, not just the object; a missing proxy-only
+            # subnet or API shows up here as a timeout.
+            "annotations": {
+                "pulumi.com/waitFor": "condition=Programmed",
+                "pulumi.com/timeoutSeconds": str(gateway.programmed_timeout_minutes * 60),
+            },
+        },
+        "spec": {
+            "gatewayClassName": GATEWAY_CLASSES[gateway.exposure],
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
+        },
+    }
+
+
+def route_manifest(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
+    timeout = f"{settings.gateway.backend_timeout_seconds}s"
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": ROUTE, "namespace": settings.cluster.namespace, "labels": labels},
+        "spec": {
+            "parentRefs": [{"name": GATEWAY}],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                    "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": POOL}],
+                    # Long generations: the whole request and the backend both get the budget.
+                    "timeouts": {"request": timeout, "backendRequest": timeout},
+                }
+            ],
+        },
+    }
+
+
+def programmed_timeout(gateway: GatewaySettings) -> str:
+    return f"{gateway.programmed_timeout_minutes}m"
+
+
+def backend_timeout(seconds: int) -> pulumi.ResourceTransform:
+    """Sets the chart's GCPBackendPolicy timeout: the chart fixes it at 300 s and has no value for it."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != "kubernetes:networking.gke.io/v1:GCPBackendPolicy":
+            return None
+        props: dict[str, Any] = dict(args.props)
+        spec: dict[str, Any] = dict(props.get("spec") or {})
+        spec["default"] = {**(spec.get("default") or {}), "timeoutSec": seconds}
+        return pulumi.ResourceTransformResult(props={**props, "spec": spec}, opts=args.opts)
+
+    return transform
+
+
+class InferenceGateway(pulumi.ComponentResource):
+    """Registers CRDs (when needed), the endpoint-picker chart, the Gateway and its route.
+
+    ``prerequisites`` are the API and proxy-only subnet the Gateway must never precede.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        settings: StackSettings,
+        *,
+        stack: str,
+        labels: dict[str, str],
+        prerequisites: list[pulumi.Resource],
+        kubernetes: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("llm:gateway:InferenceGateway", name, None, opts)
+        gateway = settings.gateway
+        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        chart_after: list[pulumi.Resource] = []
+        if installs_crds(settings):
+            chart_after.append(
+                k8s.yaml.v2.ConfigFile("inferencepool-crds", file=CRD_MANIFEST.format(version=gateway.chart_version), opts=base)
+            )
+        # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
+        chart: list[pulumi.Resource] = []
+        if settings.nodes > 0:
+            chart.append(
+                k8s.helm.v4.Chart(
+                    "endpoint-picker",
+                    chart=CHART,
+                    version=gateway.chart_version,
+                    name=POOL,
+                    namespace=settings.cluster.namespace,
+                    values=endpoint_picker_values(settings, stack),
+                    opts=pulumi.ResourceOptions.merge(
+                        base, pulumi.ResourceOptions(depends_on=chart_after, transforms=[backend_timeout(gateway.backend_timeout_seconds)])
+                    ),
+                )
+            )
+        wait = programmed_timeout(gateway)
+        self.gateway = Manifest(
+            GATEWAY,
+            gateway_manifest(settings, labels),
+            pulumi.ResourceOptions.merge(
+                base,
+                pulumi.ResourceOptions(
+                    depends_on=[*prerequisites, *chart], custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait)
+                ),
+            ),
+            outputs=("status",),
+        )
+        if chart:
+            Manifest(
+                ROUTE,
+                route_manifest(settings, labels),
+                pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[self.gateway, *chart])),
+            )
+        self.address: pulumi.Output[str] = self.gateway.output("status").apply(_address)
+        self.register_outputs({"address": self.address})
+
+
+def _address(status: dict[str, Any] | None) -> str:
+    addresses = (status or {}).get("addresses") or [{}]
+    return str(addresses[0].get("value", ""))

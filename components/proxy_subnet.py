@@ -1,0 +1,61 @@
+"""The proxy-only subnet regional Envoy-based load balancers (the Inference Gateway) need.
+
+Without it the Gateway stays ``PROGRAMMED: False`` and says nothing
+(REFERENCE.md section 2). A VPC allows one ACTIVE proxy-only subnet per
+region, so a stack can name an existing one instead of creating it.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.network import Network
+from components.ordering import child_options
+from stacks.settings import GatewaySettings
+
+
+def proxy_subnet_args(
+    settings: GatewaySettings, *, network_name: str, project: str, region: str, network: pulumi.Input[str]
+) -> gcp.compute.SubnetworkArgs:
+    return gcp.compute.SubnetworkArgs(
+        name=f"{network_name}-proxy-only",
+        project=project,
+        region=region,
+        network=network,
+        ip_cidr_range=settings.proxy_subnet_cidr,
+        purpose="REGIONAL_MANAGED_PROXY",
+        role="ACTIVE",
+    )
+
+
+class ProxySubnet(pulumi.ComponentResource):
+    """Creates the proxy-only subnet, or looks up the existing one the stack names."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: GatewaySettings,
+        *,
+        network: Network,
+        network_name: str,
+        project: str,
+        region: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("llm:gateway:ProxySubnet", name, None, opts)
+        self.subnet: gcp.compute.Subnetwork | None = None
+        if settings.existing_proxy_subnet is None:
+            self.subnet = gcp.compute.Subnetwork(
+                "proxy-only",
+                proxy_subnet_args(settings, network_name=network_name, project=project, region=region, network=network.vpc.id),
+                opts=child_options(self, opts),
+            )
+            self.name: pulumi.Output[str] = self.subnet.name
+        else:
+            # Fails the preview when the named subnet does not exist in the region.
+            existing = gcp.compute.get_subnetwork_output(
+                name=settings.existing_proxy_subnet, project=project, region=region, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            self.name = existing.name.apply(lambda found: found or settings.existing_proxy_subnet or "")
+        self.register_outputs({"name": self.name})
