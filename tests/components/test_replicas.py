@@ -112,12 +112,10 @@ def test_changing_the_port_moves_service_probes_and_container_together() -> None
 
 
 def test_the_api_key_reaches_vllm_from_a_secret_and_stays_secret() -> None:
-    render = render_with_secrets = __import__("render.engine", fromlist=["render_stack"]).render_stack(
-        "dev", secrets={"apiKey": "sk-test-key"}
-    )
+    render = render_stack("dev", secrets={"apiKey": "sk-test-key"})
     secret = render.one("kubernetes:core/v1:Secret", "vllm-api-key")
     assert isinstance(secret.inputs["stringData"], Secret)
-    env = container(render_with_secrets)["env"]
+    env = container(render)["env"]
     assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "value"}}} in env
     assert not any("sk-test-key" in str(arg) for arg in container(render)["command"])
 
