@@ -433,7 +433,9 @@ class BenchmarkSettings(Section):
     """An in-cluster benchmark Job following the reference method."""
 
     enabled: bool = False
-    """Run the benchmark Job on `pulumi up`."""
+    """Run the benchmark Job on `pulumi up` (not while scaled to zero)."""
+    run: int = Field(default=1, ge=1)
+    """Run number; raise it to run the benchmark again (a finished Job is not re-run)."""
     clients_per_node: int = Field(default=2, ge=1, le=16)
     """`vllm bench serve` clients per serving node (~2,000 concurrent requests per node in the reference)."""
     concurrency_per_client: int = Field(default=1024, ge=1, le=16000)
