@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,9 @@ class Stack:
     @property
     def labels(self) -> dict[str, str]:
         """The labels every labelled resource carries; the stack's own win."""
-        return {"app": "llm-serving", "managed-by": "pulumi", "stack": self.name.lower(), **self.settings.labels}
+        # Stack names may hold '.' or capitals; label values may not.
+        stack = re.sub(r"[^a-z0-9_-]", "-", self.name.lower())[:63]
+        return {"app": "llm-serving", "managed-by": "pulumi", "stack": stack, **self.settings.labels}
 
 
 def _raw_config(namespace: str) -> dict[str, str]:

@@ -131,3 +131,11 @@ def test_plain_scalars_from_the_cli_are_converted() -> None:
     config = {**stack_file_config("dev"), "llm:nodes": "3", "llm:cluster": {"deletionProtection": "false"}}
     render = render_stack("dev", config=config)
     assert render.one("gcp:container/cluster:Cluster").inputs["deletionProtection"] is False
+
+
+def test_stack_labels_are_valid_label_values_whatever_the_stack_name() -> None:
+    from stacks.loading import Stack, StackSecrets
+
+    settings = StackSettings.model_validate({"project": "example-project", "labels": {"team": "ml"}})
+    stack = Stack(name="Team.Prod", settings=settings, secrets=StackSecrets(hf_token=None, api_key=None))
+    assert stack.labels == {"app": "llm-serving", "managed-by": "pulumi", "stack": "team-prod", "team": "ml"}
