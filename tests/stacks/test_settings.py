@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from render.engine import Render, render_stack
+from stacks.loading import Stack, StackSecrets
 from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
 from tests.conftest import stack_file_config
@@ -134,8 +135,6 @@ def test_plain_scalars_from_the_cli_are_converted() -> None:
 
 
 def test_stack_labels_are_valid_label_values_whatever_the_stack_name() -> None:
-    from stacks.loading import Stack, StackSecrets
-
     settings = StackSettings.model_validate({"project": "example-project", "labels": {"team": "ml"}})
     stack = Stack(name="Team.Prod", settings=settings, secrets=StackSecrets(hf_token=None, api_key=None))
     assert stack.labels == {"app": "llm-serving", "managed-by": "pulumi", "stack": "team-prod", "team": "ml"}
