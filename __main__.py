@@ -4,6 +4,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.apis import BASE_APIS, GATEWAY_APIS, ProjectApis
+from components.benchmark import Benchmark
 from components.capacity import Capacity
 from components.cluster import Cluster
 from components.credentials import Credentials
@@ -61,6 +62,7 @@ replicas = ReplicaSet(
     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, credentials) if r])),
 )
 
+gateway: InferenceGateway | None = None
 if gateway_routing:
     proxy_subnet = ProxySubnet(
         "proxy-subnet",
@@ -81,6 +83,22 @@ if gateway_routing:
         opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
     )
     pulumi.export("gatewayAddress", gateway.address)
+
+if settings.benchmark.enabled and settings.nodes > 0:
+    # Measures what clients see: through the Gateway in gateway mode, else the Service.
+    benchmark = Benchmark(
+        "benchmark",
+        settings,
+        base_url=gateway.address.apply(lambda address: f"http://{address}") if gateway else replicas.url,
+        labels=labels,
+        api_key=credentials.api_key,
+        hf_token=credentials.hf_token,
+        kubernetes=cluster.provider,
+        opts=pulumi.ResourceOptions.merge(
+            in_cluster, pulumi.ResourceOptions(depends_on=[replicas, credentials, *([gateway] if gateway else [])])
+        ),
+    )
+    pulumi.export("benchmarkJob", benchmark.job_name)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)

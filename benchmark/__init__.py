@@ -1,0 +1,1 @@
+"""Code that runs inside the benchmark Job (shipped to it in a ConfigMap)."""

@@ -1,0 +1,297 @@
+"""The benchmark Job: the reference method, clients that follow the nodes, one summed result."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmark.summarize import RESULT_PREFIX, main, render_text, result_line, summarize
+from components.benchmark import (
+    COMPUTE_CLASS,
+    URL_FROM_ENV,
+    benchmark_script,
+    client_command,
+    client_count,
+    compute_class,
+    job,
+    server_root,
+    summarizer_config_map,
+)
+from components.credentials import SecretRef
+from render.__main__ import validate_all
+from render.engine import Render, reveal
+from render.validation import validate
+from stacks.settings import StackSettings
+from tests.conftest import render_with, rendered
+
+SERVICE = "http://vllm.llm-serving.svc.cluster.local:8000"
+# The reference method (REFERENCE.md section 1): random prompts, ISL 1024, OSL 512, range ratio 0.5.
+REFERENCE_WORKLOAD = {
+    "--dataset-name=random",
+    "--random-input-len=1024",
+    "--random-output-len=512",
+    "--random-range-ratio=0.5",
+    "--random-prefix-len=0",
+    "--ignore-eos",
+    "--max-concurrency=1024",
+    "--num-prompts=10240",
+    "--percentile-metrics=ttft,tpot,itl",
+    "--metric-percentiles=50,90,99",
+    "--save-result",
+    "--save-detailed",
+}
+
+
+def settings(**changes: Any) -> StackSettings:
+    return StackSettings.model_validate({"project": "example-project", **changes})
+
+
+def flag(command: list[str], name: str) -> str:
+    values = [arg.split("=", 1)[1] for arg in command if arg.startswith(f"--{name}=")]
+    assert len(values) == 1, f"--{name} given {len(values)} times"
+    return values[0]
+
+
+def container(manifest: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = manifest["spec"]["template"]["spec"]["containers"][0]
+    return found
+
+
+# Two clients' results as vLLM saves them with --save-detailed (times in seconds).
+# The second has no "latencies", as vLLM releases before per-request latencies.
+CLIENT_A = {
+    "duration": 10.0,
+    "completed": 2,
+    "failed": 0,
+    "total_input_tokens": 2048,
+    "total_output_tokens": 8,
+    "request_throughput": 0.25,
+    "output_throughput": 400.0,
+    "total_token_throughput": 1200.0,
+    "ttfts": [0.5, 1.0],
+    "itls": [[0.25, 0.25], [0.125, 0.125, 0.125, 0.125]],
+    "latencies": [1.0, 1.5],
+    "output_lens": [3, 5],
+    "errors": ["", ""],
+}
+CLIENT_B = {
+    "duration": 12.0,
+    "completed": 2,
+    "failed": 1,
+    "total_input_tokens": 2000,
+    "total_output_tokens": 3,
+    "request_throughput": 0.5,
+    "output_throughput": 250.0,
+    "total_token_throughput": 800.0,
+    "ttfts": [2.0, 0.0, 0.5],
+    "itls": [[0.5], [], []],
+    "output_lens": [2, 0, 1],
+    "errors": ["", "Bad Gateway", ""],
+}
+
+
+def test_clients_follow_the_node_count_by_default() -> None:
+    assert client_count(settings(nodes=1)) == 2
+    assert client_count(settings(nodes=12)) == 24
+    assert client_count(settings(nodes=3, benchmark={"clientsPerNode": 4})) == 12
+
+
+def test_every_client_runs_the_reference_workload_against_the_served_model() -> None:
+    chosen = settings(nodes=2, model={"servedName": "qwen"})
+    for index in range(client_count(chosen)):
+        command = client_command(chosen, index, SERVICE)
+        assert command[:3] == ["vllm", "bench", "serve"]
+        assert set(command) >= REFERENCE_WORKLOAD
+        assert flag(command, "backend") == "openai"
+        assert flag(command, "base-url") == SERVICE
+        assert flag(command, "model") == "qwen"
+        assert flag(command, "tokenizer") == "Qwen/Qwen3.5-27B-FP8"
+        assert flag(command, "result-filename") == f"client-{index}.json"
+
+
+def test_workload_settings_reach_every_client() -> None:
+    chosen = settings(workload={"inputTokens": 2048, "outputTokens": 128, "rangeRatio": 0.2}, serving={"maxModelLen": 4096})
+    command = client_command(chosen, 0, SERVICE)
+    lengths = [flag(command, name) for name in ("random-input-len", "random-output-len", "random-range-ratio")]
+    assert lengths == ["2048", "128", "0.2"]
+
+
+def test_no_two_clients_share_a_seed_within_or_across_runs() -> None:
+    seeds = [
+        flag(client_command(settings(nodes=12, benchmark={"run": run}), index, SERVICE), "seed") for run in (1, 2) for index in range(24)
+    ]
+    assert len(set(seeds)) == len(seeds) == 48
+
+
+def test_the_clients_get_the_server_root_since_they_append_v1_themselves() -> None:
+    assert server_root(f"{SERVICE}/v1") == SERVICE
+    assert server_root(f"{SERVICE}/v1/") == SERVICE
+    assert server_root("http://10.0.0.7") == "http://10.0.0.7"
+
+
+def test_the_summary_sums_throughput_across_clients() -> None:
+    summary = summarize([CLIENT_A, CLIENT_B])
+    assert summary["clients"] == 2
+    assert summary["total_token_throughput"] == 2000.0
+    assert summary["output_throughput"] == 650.0
+    assert summary["request_throughput"] == 0.75
+    assert (summary["completed"], summary["failed"]) == (4, 1)
+    assert (summary["total_input_tokens"], summary["total_output_tokens"]) == (4048, 11)
+    assert summary["longest_duration_s"] == 12.0
+
+
+def test_latency_percentiles_cover_every_successful_request_of_every_client() -> None:
+    summary = summarize([CLIENT_A, CLIENT_B])
+    # TTFT of the four successful requests: 500, 500, 1000, 2000 ms (the failed one is left out).
+    assert summary["ttft_ms"] == pytest.approx({"mean": 1000.0, "p50": 750.0, "p90": 1700.0, "p99": 1970.0})
+    # TPOT = (latency - TTFT) / (output tokens - 1): 250, 125 and 500 ms; one token has no TPOT.
+    # Client B's latencies are its TTFT plus its gaps.
+    assert summary["tpot_ms"] == pytest.approx({"mean": 875 / 3, "p50": 250.0, "p90": 450.0, "p99": 495.0})
+    # Every gap of every request: 4 x 125, 2 x 250 and 500 ms.
+    assert summary["itl_ms"] == pytest.approx({"mean": 1500 / 7, "p50": 125.0, "p90": 350.0, "p99": 485.0})
+
+
+def test_a_run_with_no_successful_request_reports_no_latency() -> None:
+    failed = {**CLIENT_B, "ttfts": [0.0], "itls": [[]], "output_lens": [0], "errors": ["timeout"], "completed": 0}
+    summary = summarize([failed])
+    assert summary["ttft_ms"] == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert "-" in render_text(summary)
+
+
+def test_results_saved_without_per_request_data_are_refused() -> None:
+    brief = {key: value for key, value in CLIENT_A.items() if key not in ("ttfts", "itls")}
+    with pytest.raises(ValueError, match="--save-detailed"):
+        summarize([brief])
+
+
+def test_the_log_shows_a_table_then_ends_with_one_json_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = []
+    for index, result in enumerate((CLIENT_A, CLIENT_B)):
+        path = tmp_path / f"client-{index}.json"
+        path.write_text(json.dumps(result))
+        paths.append(str(path))
+    assert main(paths) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith("TTFT") for line in lines)
+    assert sum(line.startswith(RESULT_PREFIX) for line in lines) == 1
+    prefix, payload = lines[-1].split(" ", 1)
+    assert prefix == RESULT_PREFIX
+    assert json.loads(payload) == json.loads(json.dumps(summarize([CLIENT_A, CLIENT_B])))
+    assert result_line(summarize([CLIENT_A])).startswith(f"{RESULT_PREFIX} {{")
+
+
+def test_the_table_shows_the_summed_throughput_and_warns_of_failed_requests() -> None:
+    text = render_text(summarize([CLIENT_A, CLIENT_B]))
+    assert "2,000.00" in text
+    assert "WARNING: 1 requests failed" in text
+
+
+def test_the_script_waits_a_bounded_time_then_runs_every_client_at_once() -> None:
+    script = benchmark_script(settings(nodes=3), SERVICE)
+    assert script.startswith("set -euo pipefail\n")
+    assert "for attempt in $(seq 1 60)" in script and "sleep 10" in script
+    # Checks GET <server>/v1/models; only an answer ends the wait early.
+    assert f"{SERVICE}; then ready=1; break; fi" in script and '"/v1/models"' in script
+    assert "did not answer" in script and "exit 1" in script
+    started = [line for line in script.splitlines() if line.startswith("vllm bench serve") and line.endswith("&")]
+    assert len(started) == 6
+    assert 'wait "${pids[$index]}"' in script
+    assert "/opt/benchmark/summarize.py" in script
+
+
+def test_the_script_never_traces_its_commands_and_is_valid_bash() -> None:
+    script = benchmark_script(settings(nodes=2), URL_FROM_ENV)
+    assert "set -x" not in script and "xtrace" not in script
+    subprocess.run(["bash", "-n", "-c", script], check=True)
+    assert '--base-url="${BASE_URL}"' in script
+
+
+def test_a_stack_scaled_to_zero_has_no_benchmark_to_run() -> None:
+    with pytest.raises(ValueError, match="llm:nodes is 0"):
+        benchmark_script(settings(nodes=0), SERVICE)
+
+
+def test_the_job_takes_a_dedicated_c4_node_and_is_never_retried() -> None:
+    manifest = job(settings(benchmark={"run": 3}), SERVICE, {"app": "llm"}, None, None)
+    assert manifest["metadata"]["name"] == "benchmark-3"
+    spec = manifest["spec"]
+    assert spec["backoffLimit"] == 0
+    assert 0 < spec["activeDeadlineSeconds"] <= 2 * 3600
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["nodeSelector"] == {"cloud.google.com/compute-class": COMPUTE_CLASS}
+    resources = container(manifest)["resources"]
+    assert resources["requests"] == resources["limits"]
+    assert int(resources["requests"]["cpu"]) > 16 / 2
+    assert container(manifest)["image"] == "vllm/vllm-openai:v0.18.1"
+
+
+def test_the_job_reads_the_server_url_and_credentials_from_its_environment() -> None:
+    manifest = job(settings(), SERVICE, {}, SecretRef("vllm-api-key"), SecretRef("hf-token"))
+    env = container(manifest)["env"]
+    assert {"name": "BASE_URL", "value": SERVICE} in env
+    assert {"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "value"}}} in env
+    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "value"}}} in env
+    command = container(manifest)["command"]
+    assert command[:2] == ["bash", "-c"] and '"${BASE_URL}"' in command[2]
+    assert SERVICE not in command[2]
+    names = {e["name"] for e in container(job(settings(), SERVICE, {}, None, None))["env"]}
+    assert not names & {"OPENAI_API_KEY", "HF_TOKEN"}
+
+
+def test_the_compute_class_asks_for_the_configured_machine_and_nothing_else() -> None:
+    spec = compute_class(settings(), {})["spec"]
+    assert spec["priorities"] == [{"machineType": "c4-standard-16"}]
+    assert spec["nodePoolAutoCreation"] == {"enabled": True}
+    assert spec["whenUnsatisfiable"] == "DoNotScaleUp"
+
+
+def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
+    data = summarizer_config_map(settings(), {})["data"]
+    source = (Path(__file__).resolve().parents[2] / "benchmark" / "summarize.py").read_text()
+    assert data == {"summarize.py": source}
+    mounts = container(job(settings(), SERVICE, {}, None, None))["volumeMounts"]
+    assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts
+
+
+def test_the_manifests_validate_against_kubernetes_and_our_compute_class_schema() -> None:
+    chosen = settings(nodes=12)
+    labels = {"app.kubernetes.io/part-of": "llm-serving"}
+    assert validate(job(chosen, SERVICE, labels, SecretRef("vllm-api-key"), SecretRef("hf-token")), "1.35") == "Kubernetes 1.35"
+    assert validate(summarizer_config_map(chosen, labels), "1.35") == "Kubernetes 1.35"
+    assert validate(compute_class(chosen, labels), "1.35") == "CRD cloud.google.com/v1"
+
+
+def _job_env(render: Render) -> dict[str, Any]:
+    job = next(r for r in render.by_type("kubernetes:batch/v1:Job") if r.name.startswith("benchmark"))
+    container = job.inputs["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_the_benchmark_is_opt_in() -> None:
+    assert not any(r.name.startswith("benchmark") for r in rendered("dev").resources)
+
+
+def test_an_enabled_benchmark_targets_the_service_after_the_replicas_are_ready() -> None:
+    render = render_with("dev", benchmark={"enabled": True})
+    job = render.one("kubernetes:batch/v1:Job", "benchmark-1")
+    assert _job_env(render)["BASE_URL"] == "http://vllm.llm-serving.svc.cluster.local:8000"
+    assert render.depends_on(job, render.one("kubernetes:apps/v1:Deployment", "vllm"))
+    assert reveal(render.outputs)["benchmarkJob"] == "benchmark-1"
+    validate_all(render)
+
+
+def test_in_gateway_mode_the_benchmark_goes_through_the_gateway() -> None:
+    render = render_with("gateway", benchmark={"enabled": True})
+    job = render.one("kubernetes:batch/v1:Job", "benchmark-1")
+    assert _job_env(render)["BASE_URL"] == "http://192.0.2.20"
+    assert render.depends_on(job, render.one("kubernetes:gateway.networking.k8s.io/v1:Gateway"))
+
+
+def test_no_benchmark_runs_while_scaled_to_zero() -> None:
+    render = render_with("dev", nodes=0, benchmark={"enabled": True})
+    assert not any(r.name.startswith("benchmark") for r in render.resources)
