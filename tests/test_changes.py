@@ -20,6 +20,19 @@ CHANGES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
     ("engine image", {"serving": {"image": "vllm/vllm-openai:v0.18.2"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("capacity mode", {"capacity": {"mode": "flex-start"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("cold start budget", {"serving": {"coldStartMinutes": 40}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
+    (
+        "routing mode",
+        {"routing": "gateway"},
+        {
+            ("gcp:projects/service:Service", "networkservices"),
+            ("llm:gateway:ProxySubnet", "proxy-subnet"),
+            ("gcp:compute/subnetwork:Subnetwork", "proxy-only"),
+            ("llm:gateway:InferenceGateway", "gateway"),
+            ("kubernetes:helm.sh/v4:Chart", "endpoint-picker"),
+            ("kubernetes:gateway.networking.k8s.io/v1:Gateway", "inference-gateway"),
+            ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "vllm"),
+        },
+    ),
 ]
 
 
