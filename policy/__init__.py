@@ -1,0 +1,1 @@
+"""The project's CrossGuard policy pack: `pulumi preview --policy-pack policy` (see policy/README.md)."""

@@ -1,0 +1,211 @@
+"""The policy pack as the Pulumi CLI drives it: pulumi-policy's own analyzer servicer, called in-process.
+
+No gRPC server starts: the servicer's methods are what the CLI calls over gRPC,
+so these tests run the real SDK path (config, unknown values, secrets) offline.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import runpy
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import pulumi_policy
+import pytest
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import proto
+from pulumi.runtime.config import CONFIG
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+from policy.guardrails import PACK_NAME, policies
+from policy.rules import RULES
+from render.engine import PROJECT_ROOT
+
+T = TypeVar("T")
+
+# The wire forms the engine sends: a secret, and a value a preview does not know yet.
+SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+LABELS = {"app": "llm-serving", "managed-by": "pulumi", "stack": "dev"}
+URN = "urn:pulumi:dev::llm::{type}::{name}"
+
+
+def _servicer(policy_config: Mapping[str, Mapping[str, Any]] | None = None) -> _PolicyAnalyzerServicer:
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", policies(), EnforcementLevel.MANDATORY)
+    if policy_config:
+        request = proto.ConfigureAnalyzerRequest(
+            policyConfig={
+                name: proto.PolicyConfig(enforcementLevel=proto.MANDATORY, properties=_struct(properties))
+                for name, properties in policy_config.items()
+            }
+        )
+        servicer.Configure(request, None)  # type: ignore[no-untyped-call]
+    return servicer
+
+
+def _struct(value: Mapping[str, Any]) -> Any:
+    return json_format.ParseDict(value, struct_pb2.Struct())
+
+
+def _isolated(call: Callable[[], T]) -> T:
+    # Analyze copies PULUMI_CONFIG into the SDK's config; keep that out of other tests.
+    def run() -> T:
+        CONFIG.set({})
+        return call()
+
+    return contextvars.copy_context().run(run)
+
+
+def analyze(type_: str, name: str, properties: Mapping[str, Any], policy_config: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
+    """The policies that report the resource, as `pulumi preview` would ask."""
+    servicer = _servicer(policy_config)
+    request = proto.AnalyzeRequest(type=type_, name=name, urn=URN.format(type=type_, name=name), properties=_struct(properties))
+    response = _isolated(lambda: servicer.Analyze(request, None))  # type: ignore[no-untyped-call]
+    return {diagnostic.policyName for diagnostic in response.diagnostics}
+
+
+def analyze_stack(resources: list[tuple[str, str, Mapping[str, Any]]]) -> list[tuple[str, str]]:
+    """(policy, urn) of every stack-policy diagnostic."""
+    request = proto.AnalyzeStackRequest(
+        resources=[proto.AnalyzerResource(type=t, name=n, urn=URN.format(type=t, name=n), properties=_struct(p)) for t, n, p in resources]
+    )
+    response = _isolated(lambda: _servicer().AnalyzeStack(request, None))  # type: ignore[no-untyped-call]
+    return [(d.policyName, d.urn) for d in response.diagnostics]
+
+
+def service(service_type: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "vllm", "labels": LABELS}, "spec": {"type": service_type}}
+
+
+def deployment(selector: Mapping[str, str], env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    gpus = {"nvidia.com/gpu": "8"}
+    container = {"name": "vllm", "image": "vllm", "resources": {"requests": gpus, "limits": gpus}, "env": env or []}
+    return {
+        "metadata": {"name": "vllm", "labels": LABELS},
+        "spec": {"template": {"spec": {"nodeSelector": dict(selector), "containers": [container]}}},
+    }
+
+
+SPOT_B200 = {"cloud.google.com/gke-accelerator": "nvidia-b200", "cloud.google.com/gke-spot": "true"}
+
+
+# --- what the pack declares --------------------------------------------------------------
+
+
+def test_the_pack_has_one_mandatory_policy_per_rule() -> None:
+    built = policies()
+    assert [p.name for p in built] == [rule.name for rule in RULES]
+    assert all(p.enforcement_level is EnforcementLevel.MANDATORY for p in built)
+    # Only the GPU rule needs the whole stack (the ComputeClasses a pod may name).
+    assert {p.name for p in built if isinstance(p, StackValidationPolicy)} == {"gpu-pods-take-whole-a4-nodes"}
+    assert all(isinstance(p, ResourceValidationPolicy) for p in built if not isinstance(p, StackValidationPolicy))
+
+
+def test_the_switches_are_policy_config_without_defaults() -> None:
+    info = _servicer().GetAnalyzerInfo(None, None)  # type: ignore[no-untyped-call]
+    schemas = {p.name: json_format.MessageToDict(p.configSchema.properties) for p in info.policies if p.configSchema.properties}
+    assert set(schemas) == {"no-public-exposure", "deletion-protection-on-production"}
+    assert schemas["no-public-exposure"]["allowPublicExposure"]["type"] == "boolean"
+    assert schemas["deletion-protection-on-production"]["production"]["type"] == "boolean"
+    # A default would be filled in by the CLI and hide the stack's own llm: setting.
+    assert not any("default" in prop for schema in schemas.values() for prop in schema.values())
+
+
+def test_main_serves_the_policies_under_the_pack_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: dict[str, Any] = {}
+
+    def serve(name: str, **kwargs: Any) -> None:
+        served.update(name=name, **kwargs)
+
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", serve)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    runpy.run_path(str(PROJECT_ROOT / "policy" / "__main__.py"), run_name="__main__")
+    assert served["name"] == PACK_NAME == "llm-serving-guardrails"
+    assert [p.name for p in served["policies"]] == [rule.name for rule in RULES]
+    assert served["enforcement_level"] is EnforcementLevel.MANDATORY
+
+
+def test_the_policy_project_file_runs_python_in_the_projects_environment() -> None:
+    import yaml
+
+    project = yaml.safe_load((PROJECT_ROOT / "policy" / "PulumiPolicy.yaml").read_text())
+    assert project["runtime"]["name"] == "python"
+    assert (PROJECT_ROOT / "policy" / project["runtime"]["options"]["virtualenv"]).resolve() == (PROJECT_ROOT / ".venv").resolve()
+
+
+# --- switches: policy config, else the stack's own config ---------------------------------
+
+
+def test_a_load_balancer_is_reported_unless_the_stack_opts_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert analyze("kubernetes:core/v1:Service", "vllm", service("LoadBalancer")) == {"no-public-exposure"}
+    assert analyze("kubernetes:core/v1:Service", "vllm", service("ClusterIP")) == set()
+
+
+def test_the_stack_config_the_cli_passes_opts_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"llm:allowPublicExposure": "true"}))
+    assert analyze("kubernetes:core/v1:Service", "vllm", service("LoadBalancer")) == set()
+
+
+def test_the_policy_config_overrides_the_stack_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"llm:allowPublicExposure": "true"}))
+    veto = {"no-public-exposure": {"allowPublicExposure": False}}
+    assert analyze("kubernetes:core/v1:Service", "vllm", service("LoadBalancer"), veto) == {"no-public-exposure"}
+
+
+def test_production_comes_from_the_policy_config_or_the_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = {"name": "llm-serving", "deletionProtection": False, "resourceLabels": LABELS}
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == set()
+    production = {"deletion-protection-on-production": {"production": True}}
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster, production) == {"deletion-protection-on-production"}
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"llm:production": "true"}))
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == {"deletion-protection-on-production"}
+
+
+# --- what a live pack sees ----------------------------------------------------------------
+
+
+def test_secrets_reach_a_validation_as_plain_values_so_only_offline_tests_judge_secret_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    marked = {"metadata": {"name": "hf-token", "labels": LABELS}, "stringData": {**SECRET_SIG, "value": {"value": "hf_x"}}}
+    unmarked = {"metadata": {"name": "hf-token", "labels": LABELS}, "stringData": {"value": "hf_x"}}
+    # pulumi-policy strips the marker before validation: both look the same, so neither is reported.
+    assert analyze("kubernetes:core/v1:Secret", "hf-token", marked) == set()
+    assert analyze("kubernetes:core/v1:Secret", "hf-token", unmarked) == set()
+
+
+def test_a_literal_token_in_a_pod_is_reported_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    leaking = deployment(SPOT_B200, env=[{"name": "HF_TOKEN", "value": "hf_x"}])
+    assert analyze("kubernetes:apps/v1:Deployment", "vllm", leaking) == {"secrets-never-in-plain-text"}
+
+
+def test_values_a_preview_does_not_know_yet_are_not_reported() -> None:
+    unknown_labels = {"metadata": {"name": "vllm", "labels": UNKNOWN_STRING}, "spec": {"type": "ClusterIP"}}
+    unknown_selector = deployment({})
+    unknown_selector["spec"]["template"]["spec"]["nodeSelector"] = UNKNOWN_STRING
+    assert analyze("kubernetes:core/v1:Service", "vllm", unknown_labels) == set()
+    assert analyze("kubernetes:apps/v1:Deployment", "vllm", unknown_selector) == set()
+    assert analyze_stack([("kubernetes:apps/v1:Deployment", "vllm", unknown_selector)]) == []
+
+
+def test_the_stack_policy_knows_the_stacks_compute_classes() -> None:
+    compute_class = {"metadata": {"name": "a4-fallback", "labels": LABELS}, "spec": {"priorities": [], "whenUnsatisfiable": "DoNotScaleUp"}}
+    known = deployment({"cloud.google.com/compute-class": "a4-fallback"})
+    unknown = deployment({"cloud.google.com/compute-class": "somewhere-else"})
+    stack = [("kubernetes:cloud.google.com/v1:ComputeClass", "compute-class", compute_class)]
+    assert analyze_stack([*stack, ("kubernetes:apps/v1:Deployment", "vllm", known)]) == []
+    assert analyze_stack([*stack, ("kubernetes:apps/v1:Deployment", "vllm", unknown)]) == [
+        ("gpu-pods-take-whole-a4-nodes", URN.format(type="kubernetes:apps/v1:Deployment", name="vllm"))
+    ]
+
+
+def test_a_whole_node_spot_replica_passes_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert analyze("kubernetes:apps/v1:Deployment", "vllm", deployment(SPOT_B200)) == set()
+    assert analyze_stack([("kubernetes:apps/v1:Deployment", "vllm", deployment(SPOT_B200))]) == []
