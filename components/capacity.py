@@ -130,7 +130,8 @@ def future_reservation_args(settings: StackSettings) -> gcp.compute.FutureReserv
             start_time=reservation.create.start_time, end_time=reservation.create.end_time
         ),
         specific_sku_properties=gcp.compute.FutureReservationSpecificSkuPropertiesArgs(
-            total_count=str(max(settings.nodes, 1)),
+            # Its own count: scaling the stack must never touch a commitment.
+            total_count=str(reservation.create.nodes),
             instance_properties=gcp.compute.FutureReservationSpecificSkuPropertiesInstancePropertiesArgs(machine_type=A4_MACHINE_TYPE),
         ),
         planning_status="SUBMITTED",

@@ -22,7 +22,6 @@ from components.ordering import child_options
 from stacks.settings import CacheSettings, ModelSettings, StackSettings
 
 CSI_DRIVER = "pd.csi.storage.gke.io"
-STORAGE_CLASS = "model-cache"
 SNAPSHOT_CLASS = "model-cache"
 MOUNT_PATH = "/models"
 # Pinned downloader tools; installed into the multi-arch download image.
@@ -30,17 +29,22 @@ HUGGINGFACE_HUB = "huggingface_hub==2.4.0"
 _ARCH = {"c4a": "arm64", "c3": "amd64"}
 
 
-def cache_id(model: ModelSettings) -> str:
-    """A Kubernetes name for one model revision: changing either makes a new cache."""
+def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
+    """A Kubernetes name for one cache: the model revision on a disk of one size and throughput.
+
+    Changing any of them makes a new cache (a disk can neither shrink nor change
+    class in place); nothing else does.
+    """
     # Short enough that "model-cache-<id>-writer" stays within 63 characters.
     readable = re.sub(r"[^a-z0-9]+", "-", model.id.split("/")[-1].lower())[:32].strip("-")
-    digest = hashlib.sha256(f"{model.id}@{model.revision}".encode()).hexdigest()[:8]
+    key = f"{model.id}@{model.revision}/{cache.size_gi}Gi/{cache.throughput_mibps}Mi"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     return f"{readable}-{digest}"
 
 
-def model_path(model: ModelSettings) -> str:
+def model_path(model: ModelSettings, cache: CacheSettings) -> str:
     """Where the replicas find the weights when the cache is on."""
-    return f"{MOUNT_PATH}/{cache_id(model)}"
+    return f"{MOUNT_PATH}/{cache_id(model, cache)}"
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,8 @@ class CacheNames:
     reader: str
 
 
-def names(model: ModelSettings) -> CacheNames:
-    key = cache_id(model)
+def names(settings: StackSettings) -> CacheNames:
+    key = cache_id(settings.model, settings.cache)
     return CacheNames(
         writer=f"model-cache-{key}-writer", download=f"model-download-{key}", snapshot=f"model-cache-{key}", reader=f"model-cache-{key}"
     )
@@ -65,7 +69,7 @@ def storage_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, 
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": STORAGE_CLASS, "labels": labels},
+        "metadata": {"name": storage_class_name(cache), "labels": labels},
         "provisioner": CSI_DRIVER,
         "parameters": {"type": "hyperdisk-ml", "provisioned-throughput-on-create": f"{cache.throughput_mibps}Mi"},
         # Large read-ahead serves the sequential weight reads at startup.
@@ -77,10 +81,15 @@ def storage_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, 
     }
 
 
+def storage_class_name(cache: CacheSettings) -> str:
+    # Parameters of a StorageClass are immutable: a new throughput is a new class.
+    return f"model-cache-{cache.throughput_mibps}mi"
+
+
 def _claim(name: str, namespace: str, labels: dict[str, str], cache: CacheSettings, access: str, source: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "accessModes": [access],
-        "storageClassName": STORAGE_CLASS,
+        "storageClassName": storage_class_name(cache),
         "resources": {"requests": {"storage": f"{cache.size_gi}Gi"}},
     }
     if source is not None:
@@ -96,7 +105,7 @@ def _claim(name: str, namespace: str, labels: dict[str, str], cache: CacheSettin
 def download_script(settings: StackSettings) -> str:
     """The shell script of the download Job: idempotent, fails loudly, marks completion."""
     model = settings.model
-    target = f"/cache/{cache_id(model)}"
+    target = f"/cache/{cache_id(model, settings.cache)}"
     repo = f"https://huggingface.co/{model.id}"
     quoted = {k: shlex.quote(v) for k, v in {"target": target, "repo": repo, "id": model.id, "rev": model.revision}.items()}
     lines = [
@@ -114,10 +123,13 @@ def download_script(settings: StackSettings) -> str:
         lines += [
             "apt-get update -qq && apt-get install -y -qq --no-install-recommends git git-lfs ca-certificates >/dev/null",
             "git lfs install --skip-repo",
-            'auth=(); if [ -n "${HF_TOKEN:-}" ]; then auth=(-c "http.extraHeader=Authorization: Bearer ${HF_TOKEN}"); fi',
-            f'GIT_LFS_SKIP_SMUDGE=1 git "${{auth[@]}}" clone --no-checkout {quoted["repo"]} {quoted["target"]}',
-            f'GIT_LFS_SKIP_SMUDGE=1 git -C {quoted["target"]} "${{auth[@]}}" checkout {quoted["rev"]}',
-            f'git -C {quoted["target"]} "${{auth[@]}}" lfs pull',
+            # The token goes to git through its environment, never its command line (ps, /proc).
+            'if [ -n "${HF_TOKEN:-}" ]; then',
+            '  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader GIT_CONFIG_VALUE_0="Authorization: Bearer ${HF_TOKEN}"',
+            "fi",
+            f"GIT_LFS_SKIP_SMUDGE=1 git clone --no-checkout {quoted['repo']} {quoted['target']}",
+            f"GIT_LFS_SKIP_SMUDGE=1 git -C {quoted['target']} checkout {quoted['rev']}",
+            f"git -C {quoted['target']} lfs pull",
             f"rm -rf {quoted['target']}/.git",
         ]
     lines += [f"touch {quoted['target']}/.complete", 'echo "downloaded to ' + target + '"', "du -sh " + quoted["target"]]
@@ -126,7 +138,7 @@ def download_script(settings: StackSettings) -> str:
 
 def download_job(settings: StackSettings, labels: dict[str, str], hf_token: SecretRef | None) -> dict[str, Any]:
     cache, namespace = settings.cache, settings.cluster.namespace
-    cache_names = names(settings.model)
+    cache_names = names(settings)
     env: list[dict[str, Any]] = [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if hf_token is not None:
         env.append(hf_token.env("HF_TOKEN"))
@@ -179,7 +191,7 @@ def snapshot_class(labels: dict[str, str]) -> dict[str, Any]:
 
 
 def snapshot(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    cache_names = names(settings.model)
+    cache_names = names(settings)
     return {
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
@@ -189,11 +201,11 @@ def snapshot(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
 
 
 def writer_claim(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    return _claim(names(settings.model).writer, settings.cluster.namespace, labels, settings.cache, "ReadWriteOnce", None)
+    return _claim(names(settings).writer, settings.cluster.namespace, labels, settings.cache, "ReadWriteOnce", None)
 
 
 def reader_claim(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    cache_names = names(settings.model)
+    cache_names = names(settings)
     return _claim(cache_names.reader, settings.cluster.namespace, labels, settings.cache, "ReadOnlyMany", cache_names.snapshot)
 
 
@@ -212,15 +224,20 @@ class ModelCache(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm:storage:ModelCache", name, None, opts)
         base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
-        cache_names = names(settings.model)
+        cache_names = names(settings)
         classes = [
             Manifest("storage-class", storage_class(settings, labels), base),
             Manifest("snapshot-class", snapshot_class(labels), base),
         ]
-        writer = Manifest(f"writer-{cache_id(settings.model)}", writer_claim(settings, labels), base)
+        # The provider awaits a WaitForFirstConsumer claim only once it can read its class.
+        writer = Manifest(
+            f"writer-{cache_id(settings.model, settings.cache)}",
+            writer_claim(settings, labels),
+            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=classes)),
+        )
         timeout = f"{settings.cache.download_deadline_minutes + 10}m"
         download = Manifest(
-            f"download-{cache_id(settings.model)}",
+            f"download-{cache_id(settings.model, settings.cache)}",
             download_job(settings, labels, credentials.hf_token),
             pulumi.ResourceOptions.merge(
                 base,
@@ -232,15 +249,15 @@ class ModelCache(pulumi.ComponentResource):
         )
         # The snapshot is taken only after the download Job has succeeded.
         taken = Manifest(
-            f"snapshot-{cache_id(settings.model)}",
+            f"snapshot-{cache_id(settings.model, settings.cache)}",
             snapshot(settings, labels),
             pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[download])),
         )
         self.reader = Manifest(
-            f"reader-{cache_id(settings.model)}",
+            f"reader-{cache_id(settings.model, settings.cache)}",
             reader_claim(settings, labels),
             pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken])),
         )
         self.claim_name = cache_names.reader
-        self.model_path = model_path(settings.model)
+        self.model_path = model_path(settings.model, settings.cache)
         self.register_outputs({"claimName": self.claim_name, "modelPath": self.model_path})

@@ -26,10 +26,15 @@ CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
 # Flex-start (DWS) runs a node for at most 7 days (REFERENCE.md section 3).
 FLEX_START_MAX_HOURS = 7 * 24
+# The benchmark clients take 14 CPUs of a dedicated node.
+BENCHMARK_MIN_CPUS = 16
 
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_KEY = re.compile(r"^[a-z][-_a-z0-9]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[-_a-z0-9]{0,63}$")
+# Valid for both GCP and Kubernetes: alphanumeric at both ends.
+_LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?)?$")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti)?$")
+_MACHINE_CPUS = re.compile(r"^[a-z0-9]+-[a-z]+-(\d+)$")
 _VERSION = re.compile(r"^1\.(\d+)$")
 _IMAGE_PINNED = re.compile(r"^[^:@\s]+(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
 
@@ -58,6 +63,12 @@ def _private_cidr(value: str) -> str:
 def _pinned_image(value: str) -> str:
     if not _IMAGE_PINNED.match(value) or value.endswith(":latest"):
         raise ConfigProblem((), value, "is not pinned; name a tag such as vllm/vllm-openai:v0.18.1 or a sha256 digest")
+    return value
+
+
+def _quantity(value: str) -> str:
+    if not _QUANTITY.match(value):
+        raise ConfigProblem((), value, "is not a Kubernetes quantity such as 10, 500m, 16Gi")
     return value
 
 
@@ -151,6 +162,8 @@ class FutureReservationSettings(Section):
     """Start, RFC 3339 UTC (e.g. 2026-12-01T00:00:00Z)."""
     end_time: str
     """End, RFC 3339 UTC; after startTime."""
+    nodes: int = Field(ge=1, le=1000)
+    """A4 nodes reserved; independent of `llm:nodes`, so scaling never touches the commitment."""
 
     @field_validator("name")
     @classmethod
@@ -349,6 +362,11 @@ class ServingProfile(Section):
     def _pinned(cls, value: str) -> str:
         return _pinned_image(value)
 
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _resources(cls, value: str) -> str:
+        return _quantity(value)
+
     @field_validator("data_parallel_size")
     @classmethod
     def _one_engine_per_gpu(cls, value: int) -> int:
@@ -374,8 +392,8 @@ class CacheSettings(Section):
 
     enabled: bool = True
     """Pre-stage the weights on Hyperdisk ML. Off: every replica downloads them at start."""
-    size_gi: int = Field(default=100, ge=10, le=65536)
-    """Volume size in GiB (the FP8 27B weights are ~29 GB)."""
+    size_gi: int = Field(default=100, ge=40, le=65536)
+    """Volume size in GiB (the FP8 27B weights are ~29 GB; at least 40)."""
     throughput_mibps: int = Field(default=2400, ge=400)
     """Provisioned throughput of the volume in MiB/s."""
     download_method: Literal["hf", "git-lfs"] = "git-lfs"
@@ -428,6 +446,11 @@ class GatewaySettings(Section):
     def _cidr(cls, value: str) -> str:
         return _private_cidr(value)
 
+    @field_validator("endpoint_picker_cpu", "endpoint_picker_memory")
+    @classmethod
+    def _resources(cls, value: str) -> str:
+        return _quantity(value)
+
 
 class BenchmarkSettings(Section):
     """An in-cluster benchmark Job following the reference method."""
@@ -451,6 +474,14 @@ class BenchmarkSettings(Section):
     @classmethod
     def _pinned(cls, value: str) -> str:
         return _pinned_image(value)
+
+    @field_validator("machine_type")
+    @classmethod
+    def _big_enough(cls, value: str) -> str:
+        match = _MACHINE_CPUS.match(value)
+        if not match or int(match.group(1)) < BENCHMARK_MIN_CPUS:
+            raise ConfigProblem((), value, f"is too small or not a machine type: the clients take 14 CPUs; use {BENCHMARK_MIN_CPUS}+ vCPUs")
+        return value
 
 
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
@@ -520,9 +551,9 @@ class StackSettings(Section):
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, text in value.items():
             if not _LABEL_KEY.match(key):
-                raise ConfigProblem((key,), key, "is not a label key: lowercase letter first, then up to 62 of a-z, 0-9, '-', '_'")
+                raise ConfigProblem((key,), key, "is not a label key: a-z first, then up to 62 of a-z, 0-9, '-', '_', ending alphanumeric")
             if not _LABEL_VALUE.match(text):
-                raise ConfigProblem((key,), text, "is not a label value: up to 63 of a-z, 0-9, '-', '_'")
+                raise ConfigProblem((key,), text, "is not a label value: up to 63 of a-z, 0-9, '-', '_', alphanumeric at both ends")
         return value
 
     @model_validator(mode="after")
@@ -543,6 +574,17 @@ class StackSettings(Section):
                 "external",
                 "exposes the model to the internet; set allowPublicExposure: true to opt in, or use internal",
             )
+        if self.routing == "gateway" and self.gateway.existing_proxy_subnet is None:
+            proxy = ipaddress.IPv4Network(self.gateway.proxy_subnet_cidr)
+            for key, cidr in (
+                ("nodeCidr", self.network.node_cidr),
+                ("podCidr", self.network.pod_cidr),
+                ("serviceCidr", self.network.service_cidr),
+            ):
+                if proxy.overlaps(ipaddress.IPv4Network(cidr)):
+                    raise ConfigProblem(
+                        ("gateway", "proxySubnetCidr"), str(proxy), f"overlaps network.{key} ({cidr}); choose a disjoint range"
+                    )
         if self.production and not self.cluster.deletion_protection:
             raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
         return self

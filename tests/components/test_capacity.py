@@ -97,14 +97,17 @@ def test_other_modes_register_no_compute_class() -> None:
 
 def test_a_future_reservation_is_created_only_when_asked_and_is_protected() -> None:
     assert rendered("prod").by_type("gcp:compute/futureReservation:FutureReservation") == []
-    create = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z"}
+    create = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 16}
     render = render_with("prod", capacity={"mode": "reservation", "reservation": {**RESERVATION, "create": create}})
     reservation = render.one("gcp:compute/futureReservation:FutureReservation")
     assert reservation.protect is True
     assert reservation.inputs["reservationMode"] == "CALENDAR"
     assert reservation.inputs["specificReservationRequired"] is True
     assert reservation.inputs["specificSkuProperties"]["instanceProperties"]["machineType"] == "a4-highgpu-8g"
-    assert reservation.inputs["specificSkuProperties"]["totalCount"] == "12"
+    assert reservation.inputs["specificSkuProperties"]["totalCount"] == "16"
+    # Scaling the stack, even to zero, leaves the commitment as it is.
+    idle = render_with("prod", nodes=0, capacity={"mode": "reservation", "reservation": {**RESERVATION, "create": create}})
+    assert idle.one("gcp:compute/futureReservation:FutureReservation").inputs == reservation.inputs
 
 
 def test_prices_default_to_the_reference_list_prices_and_can_be_overridden() -> None:

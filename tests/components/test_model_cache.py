@@ -6,7 +6,7 @@ from typing import Any
 
 from components.model_cache import cache_id, download_script
 from render.engine import Registration, Render
-from stacks.settings import ModelSettings, StackSettings
+from stacks.settings import CacheSettings, ModelSettings, StackSettings
 from tests.conftest import render_with, rendered
 
 CACHE_TYPES = (
@@ -38,6 +38,7 @@ def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() ->
     job = render.one("kubernetes:batch/v1:Job")
     snapshot = render.one("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
     reader = claim(render, "ReadOnlyMany")
+    assert render.depends_on(claim(render, "ReadWriteOnce"), render.one("kubernetes:storage.k8s.io/v1:StorageClass"))
     assert render.depends_on(snapshot, job)
     assert render.depends_on(reader, snapshot)
     assert reader.inputs["spec"]["dataSource"] == {
@@ -95,12 +96,15 @@ def test_replicas_mount_the_cache_read_only() -> None:
     assert pod["containers"][0]["command"][2].startswith(mount["mountPath"] + "/")
 
 
-def test_cache_names_follow_the_model_id_and_revision() -> None:
-    base = ModelSettings()
-    assert cache_id(base) == cache_id(ModelSettings())
-    assert cache_id(base) != cache_id(ModelSettings(revision="0123abc"))
-    assert cache_id(base) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B"))
-    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90))}-writer") <= 63
+def test_cache_names_follow_the_model_revision_and_the_disk() -> None:
+    base, disk = ModelSettings(), CacheSettings()
+    assert cache_id(base, disk) == cache_id(ModelSettings(), CacheSettings())
+    assert cache_id(base, disk) != cache_id(ModelSettings(revision="0123abc"), disk)
+    assert cache_id(base, disk) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B"), disk)
+    assert cache_id(base, disk) != cache_id(base, CacheSettings(size_gi=200))
+    assert cache_id(base, disk) != cache_id(base, CacheSettings(throughput_mibps=4800))
+    assert cache_id(base, disk) == cache_id(base, CacheSettings(download_retries=5))
+    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90), disk)}-writer") <= 63
 
 
 def test_changing_the_model_rebuilds_the_cache() -> None:

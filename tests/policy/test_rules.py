@@ -45,7 +45,7 @@ SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 RESERVATION = {"name": "a4-llm-serving"}
-FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-06-01T00:00:00Z"}
+FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-06-01T00:00:00Z", "nodes": 12}
 FALLBACK = {"mode": "fallback", "reservation": RESERVATION}
 SECRETS = {"hfToken": "hf_x", "apiKey": "sk-not-a-real-key"}
 
@@ -389,7 +389,7 @@ def test_the_rules_state_the_same_facts_as_the_program() -> None:
     assert (GPU_TYPE, GPUS_PER_NODE) == (settings.GPU_TYPE, settings.GPUS_PER_NODE)
     stack = Stack("dev", settings.StackSettings(project="llm-serving-dev"), StackSecrets(None, None))
     assert set(REQUIRED_LABELS) <= set(stack.labels)
-    cache = names(settings.ModelSettings())
+    cache = names(stack.settings)
     assert is_cache_reader(cache.reader)
     assert not is_cache_reader(cache.writer)
     assert GATEWAY_CLASSES["external"] in EXTERNAL_GATEWAY_CLASSES
