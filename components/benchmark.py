@@ -315,6 +315,10 @@ class Benchmark(pulumi.ComponentResource):
                     depends_on=[node_class, summary],
                     # pulumi-kubernetes waits 10 minutes for a Job by default.
                     custom_timeouts=pulumi.CustomTimeouts(create=JOB_TIMEOUT, update=JOB_TIMEOUT),
+                    # A finished run is a record: a later change of nodes, labels or the
+                    # gateway address must not replace and so re-run it. A new run number
+                    # is a new Job with the new settings.
+                    ignore_changes=["metadata", "spec"],
                 ),
             ),
         )

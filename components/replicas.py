@@ -215,12 +215,14 @@ class ReplicaSet(pulumi.ComponentResource):
             hf_token=hf_token,
             api_key=api_key,
         )
-        wait = f"{rollout_seconds(settings.serving) // 60}m"
+        # A rollout replaces one replica at a time, each with a full cold start.
+        create = f"{rollout_seconds(settings.serving) // 60}m"
+        update = f"{max(settings.nodes, 1) * rollout_seconds(settings.serving) // 60}m"
         self.deployment = Manifest(
             NAME,
             deployment(settings, template, stack=stack, labels=labels),
             # pulumi-kubernetes waits 10 minutes by default; a cold start takes longer.
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))),
+            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=create, update=update))),
         )
         self.service = Manifest(NAME, service(settings, stack=stack, labels=labels), base)
         Manifest(NAME, pod_monitoring(settings, stack=stack, labels=labels), base)

@@ -295,3 +295,8 @@ def test_in_gateway_mode_the_benchmark_goes_through_the_gateway() -> None:
 def test_no_benchmark_runs_while_scaled_to_zero() -> None:
     render = render_with("dev", nodes=0, benchmark={"enabled": True})
     assert not any(r.name.startswith("benchmark") for r in render.resources)
+
+
+def test_a_finished_run_is_not_replaced_by_later_changes() -> None:
+    job = render_with("dev", benchmark={"enabled": True}).one("kubernetes:batch/v1:Job", "benchmark-1")
+    assert set(job.ignore_changes) == {"metadata", "spec"}

@@ -85,6 +85,12 @@ def test_probes_and_timeouts_allow_a_25_minute_cold_start() -> None:
     assert timeouts["create"] == timeouts["update"] == "35m"
 
 
+def test_an_update_may_take_a_cold_start_per_replica() -> None:
+    # One replica at a time: 12 cold starts in a row on prod.
+    timeouts = rendered("prod").one("kubernetes:apps/v1:Deployment", "vllm").custom_timeouts
+    assert (timeouts["create"], timeouts["update"]) == ("35m", f"{12 * 35}m")
+
+
 def test_shared_memory_is_a_memory_backed_volume() -> None:
     pod = deployment(rendered("dev"))["spec"]["template"]["spec"]
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}} in pod["volumes"]
