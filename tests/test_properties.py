@@ -20,8 +20,8 @@ settings.register_profile("local", max_examples=20, deadline=None, suppress_heal
 settings.load_profile("ci" if os.environ.get("CI") else "local")
 
 ZONES = {"europe-west4": "europe-west4-b", "us-central1": "us-central1-b"}
-LABEL_KEYS = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
-LABEL_VALUES = st.from_regex(r"[a-z0-9_-]{0,10}", fullmatch=True)
+LABEL_KEYS = st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True)
+LABEL_VALUES = st.from_regex(r"([a-z0-9]([a-z0-9_-]{0,9}[a-z0-9])?)?", fullmatch=True)
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 RESERVATION = {"name": "a4-llm-serving"}
 

@@ -12,6 +12,8 @@ from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
 from tests.conftest import stack_file_config
 
+WINDOW = {"startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z"}
+
 BAD_CONFIGS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("misspelled top-level key", {"llm:node": 2}, ["llm:node: unknown key", "did you mean 'nodes'"]),
     (
@@ -83,6 +85,37 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], list[str]]] = [
         "flex-start longer than 7 days",
         {"llm:capacity": {"mode": "flex-start", "flexStart": {"maxRunHours": 200}}},
         ["llm:capacity.flexStart.maxRunHours: 200 is out of range"],
+    ),
+    ("replica cpu not a quantity", {"llm:serving": {"cpu": "lots"}}, ["llm:serving.cpu: 'lots' is not a Kubernetes quantity"]),
+    (
+        "endpoint picker memory not a quantity",
+        {"llm:gateway": {"endpointPickerMemory": "16GB"}},
+        ["llm:gateway.endpointPickerMemory: '16GB'"],
+    ),
+    (
+        "proxy-only subnet inside the node range",
+        {"llm:routing": "gateway", "llm:gateway": {"proxySubnetCidr": "10.0.2.0/23"}},
+        ["llm:gateway.proxySubnetCidr: '10.0.2.0/23' overlaps network.nodeCidr (10.0.0.0/20)"],
+    ),
+    ("label value with a leading dash", {"llm:labels": {"team": "-ml"}}, ["llm:labels.team: '-ml' is not a label value"]),
+    (
+        "benchmark node too small",
+        {"llm:benchmark": {"machineType": "c4-standard-8"}},
+        ["llm:benchmark.machineType: 'c4-standard-8' is too small"],
+    ),
+    ("cache smaller than the weights", {"llm:cache": {"sizeGi": 20}}, ["llm:cache.sizeGi: 20"]),
+    (
+        "future reservation without a node count",
+        {
+            "llm:capacity": {
+                "mode": "reservation",
+                "reservation": {
+                    "name": "r",
+                    "create": {"name": "r", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z"},
+                },
+            }
+        },
+        ["llm:capacity.reservation.create.nodes: is required"],
     ),
 ]
 
