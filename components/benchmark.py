@@ -300,7 +300,7 @@ class Benchmark(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:serving:Benchmark", name, None, opts)
-        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        base = child_options(self, opts, kubernetes)
         node_class = Manifest("compute-class", compute_class(settings, labels), base)
         summary = Manifest("summary", summarizer_config_map(settings, labels), base)
         # The Service URL ends in /v1; the clients want the root.

@@ -163,6 +163,6 @@ class Capacity(pulumi.ComponentResource):
             Manifest(
                 "compute-class",
                 compute_class(settings, labels),
-                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(provider=kubernetes)),
+                child_options(self, opts, kubernetes),
             )
         self.register_outputs({"mode": settings.capacity.mode, "nodeSelector": self.scheduling.node_selector})

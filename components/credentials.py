@@ -40,7 +40,7 @@ class Credentials(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:serving:Credentials", name, None, opts)
-        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        base = child_options(self, opts, kubernetes)
         self.resources: list[pulumi.Resource] = []
         self.hf_token = self._secret(HF_TOKEN, hf_token, namespace, labels, base)
         self.api_key = self._secret(API_KEY, api_key, namespace, labels, base)

@@ -138,7 +138,7 @@ class InferenceGateway(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm:gateway:InferenceGateway", name, None, opts)
         gateway = settings.gateway
-        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        base = child_options(self, opts, kubernetes)
         chart_after: list[pulumi.Resource] = []
         if installs_crds(settings):
             chart_after.append(

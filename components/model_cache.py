@@ -223,7 +223,7 @@ class ModelCache(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:storage:ModelCache", name, None, opts)
-        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        base = child_options(self, opts, kubernetes)
         cache_names = names(settings)
         classes = [
             Manifest("storage-class", storage_class(settings, labels), base),

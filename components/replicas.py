@@ -204,7 +204,7 @@ class ReplicaSet(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:serving:ReplicaSet", name, None, opts)
-        base = pulumi.ResourceOptions.merge(child_options(self, opts), pulumi.ResourceOptions(provider=kubernetes))
+        base = child_options(self, opts, kubernetes)
         template = pod_template(
             settings,
             scheduling,

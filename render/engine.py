@@ -81,11 +81,8 @@ class Render:
             raise LookupError(f"expected one {type_} {name or ''}, found {len(found)}")
         return found[0]
 
-    def find(self, urn: str) -> Registration:
-        for registration in self.resources:
-            if registration.urn == urn:
-                return registration
-        raise LookupError(urn)
+    def find(self, urn: str) -> Registration | None:
+        return next((r for r in self.resources if r.urn == urn), None)
 
     def depends_on(self, later: Registration, earlier: Registration) -> bool:
         """True when ``later`` waits for ``earlier``, directly or through others."""
@@ -98,8 +95,8 @@ class Render:
             if urn in seen:
                 continue
             seen.add(urn)
-            known = [r for r in self.resources if r.urn == urn]
-            pending.extend(dep for r in known for dep in r.dependencies)
+            known = self.find(urn)
+            pending.extend(known.dependencies if known else ())
             # Waiting on a component means waiting on everything inside it.
             pending.extend(r.urn for r in self.resources if r.parent == urn)
         return False

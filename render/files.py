@@ -76,11 +76,8 @@ def manifests(render: Render) -> list[dict[str, Any]]:
 
 
 def _component_of(render: Render, registration: Registration) -> str:
-    parent = registration.parent
-    for candidate in render.resources:
-        if candidate.urn == parent and not candidate.custom:
-            return f"{candidate.name} ({candidate.type})"
-    return "stack"
+    parent = render.find(registration.parent)
+    return f"{parent.name} ({parent.type})" if parent and not parent.custom else "stack"
 
 
 def plan(render: Render) -> str:
