@@ -6,7 +6,7 @@ prompt prefix shared within or across clients, several clients of ~1K
 concurrency each on one 16-vCPU C4 node, their throughputs summed. The Job's
 log ends with the sum and the TTFT, TPOT and ITL percentiles over every
 request, as a table and as one ``BENCHMARK_RESULT {json}`` line
-(``benchmark/summarize.py``).
+(``benchmark_job/summarize.py``).
 
 Pure builders make the client command lines, the script and the manifests;
 ``Benchmark`` only registers them.
@@ -21,10 +21,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from benchmark import summarize
+from benchmark_job import summarize
 from components.credentials import SecretRef
 from components.manifests import Manifest
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import StackSettings
 
 NAME = "benchmark"
@@ -214,7 +214,7 @@ def summarizer_source() -> str:
 
 
 def summarizer_config_map(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    """``benchmark/summarize.py`` as the Job mounts it."""
+    """``benchmark_job/summarize.py`` as the Job mounts it."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -14,7 +14,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE, CapacitySettings, StackSettings
 
 # List prices of one A4 node-hour, 2026 (REFERENCE.md section 1). Flex-start

@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.network import POD_RANGE, SERVICE_RANGE, Network
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import ClusterSettings
 
 

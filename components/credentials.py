@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.ordering import child_options
+from components.options import child_options
 
 HF_TOKEN = "hf-token"
 API_KEY = "vllm-api-key"

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
-from components.ordering import child_options
+from components.options import child_options
 from components.replicas import selector_labels
 from stacks.settings import GatewaySettings, StackSettings
 

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components.credentials import Credentials, SecretRef
 from components.manifests import Manifest
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import CacheSettings, ModelSettings, StackSettings
 
 CSI_DRIVER = "pd.csi.storage.gke.io"

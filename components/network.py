@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import NetworkSettings
 
 POD_RANGE = "pods"

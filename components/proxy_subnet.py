@@ -11,7 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.network import Network
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import GatewaySettings
 
 

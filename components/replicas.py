@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 from components.capacity import Scheduling
 from components.credentials import SecretRef
 from components.manifests import Manifest
-from components.ordering import child_options
+from components.options import child_options
 from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile, StackSettings
 
 NAME = "vllm"

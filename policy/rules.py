@@ -156,13 +156,6 @@ class Rule:
     switches: tuple[Switch, ...] = ()
 
 
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    resource: str
-    message: str
-
-
 # --- reading plain resource data ---------------------------------------------------------
 
 
@@ -665,13 +658,3 @@ def switch(key: str, pack_config: Mapping[str, Any], stack_config: Mapping[str, 
         return pack_config[key] is True
     value = stack_config.get(f"{namespace}:{key}")
     return str(value).strip().lower() == "true"
-
-
-def check(resources: Sequence[Resource], facts: StackFacts, rules: Iterable[Rule] = RULES) -> list[Finding]:
-    """Every finding of ``rules`` over ``resources``."""
-    return [
-        Finding(rule.name, resource.urn or resource.name, message)
-        for rule in rules
-        for resource in resources
-        for message in rule.check(resource, facts)
-    ]

@@ -11,21 +11,11 @@ import tempfile
 from pathlib import Path
 
 from render.engine import PROJECT_ROOT, Render, render_stack
-from render.files import PLAN_FILE, changed_files, diff, manifests, plan, write
-from render.validation import ManifestError, validate
+from render.files import PLAN_FILE, changed_files, diff, plan, write
+from render.validation import ManifestError, kubernetes_version, validate_render
 from stacks.problems import StackConfigError
 
 BUILD = PROJECT_ROOT / "build"
-
-
-def kubernetes_version(render: Render) -> str:
-    """The schema version to validate against: the cluster's minimum control-plane version."""
-    return str(render.one("gcp:container/cluster:Cluster").inputs["minMasterVersion"])
-
-
-def validate_all(render: Render) -> list[str]:
-    version = kubernetes_version(render)
-    return [validate(manifest, version) for manifest in manifests(render)]
 
 
 def _render_to(stack: str, folder: Path) -> Render:
@@ -68,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = options.out or BUILD / options.stack
     render = _render_to(options.stack, folder)
     print(plan(render), end="")
-    checks = validate_all(render)
+    checks = validate_render(render)
     print(f"\n{len(checks)} Kubernetes objects valid (strict: Kubernetes {kubernetes_version(render)} schema and vendored CRDs)")
     print(f"written to {folder}")
     return 0

@@ -15,6 +15,9 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from render.engine import Render
+from render.files import manifests
+
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 
@@ -82,3 +85,14 @@ def validate(manifest: dict[str, Any], kubernetes_version: str) -> str:
     except kubernetes_validate.SchemaNotFoundError:
         raise ManifestError(f"{name}: no schema for {api_version} {kind}: vendor its CRD into schemas/crds") from None
     return f"Kubernetes {kubernetes_version}"
+
+
+def kubernetes_version(render: Render) -> str:
+    """The schema version to validate against: the cluster's minimum control-plane version."""
+    return str(render.one("gcp:container/cluster:Cluster").inputs["minMasterVersion"])
+
+
+def validate_render(render: Render) -> list[str]:
+    """Validates every Kubernetes object of a render; returns how each was checked."""
+    version = kubernetes_version(render)
+    return [validate(manifest, version) for manifest in manifests(render)]

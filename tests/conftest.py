@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from render.engine import PROJECT_ROOT, Render, render_stack
+from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
 
@@ -19,8 +17,8 @@ def rendered(stack: str) -> Render:
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    document = yaml.safe_load((PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text())
-    return dict(document["config"])
+    """The ``config:`` map of ``Pulumi.<stack>.yaml``, as the render reads it."""
+    return stack_config(stack)[1]
 
 
 def render_with(stack: str, **changes: Any) -> Render:
@@ -38,7 +36,3 @@ def render_with(stack: str, **changes: Any) -> Render:
 @pytest.fixture(params=STACKS)
 def stack(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def root() -> Path:
-    return PROJECT_ROOT

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from render.__main__ import validate_all
 from render.engine import Render, render_stack
+from render.validation import validate_render
 from stacks.problems import StackConfigError
 from stacks.settings import known_keys
 
@@ -79,7 +79,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_valid_config_renders_and_validates(config: dict[str, Any]) -> None:
     render = render_stack("dev", config=config)
     assert render.one("gcp:container/cluster:Cluster")
-    assert len(validate_all(render)) > 0
+    assert len(validate_render(render)) > 0
 
 
 # (mutation of a valid config, the key the error must name)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchmark.summarize import RESULT_PREFIX, main, render_text, result_line, summarize
+from benchmark_job.summarize import RESULT_PREFIX, main, render_text, result_line, summarize
 from components.benchmark import (
     COMPUTE_CLASS,
     URL_FROM_ENV,
@@ -22,9 +22,8 @@ from components.benchmark import (
     summarizer_config_map,
 )
 from components.credentials import SecretRef
-from render.__main__ import validate_all
 from render.engine import Render, reveal
-from render.validation import validate
+from render.validation import validate, validate_render
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -282,7 +281,7 @@ def test_an_enabled_benchmark_targets_the_service_after_the_replicas_are_ready()
     assert _job_env(render)["BASE_URL"] == "http://vllm.llm-serving.svc.cluster.local:8000"
     assert render.depends_on(job, render.one("kubernetes:apps/v1:Deployment", "vllm"))
     assert reveal(render.outputs)["benchmarkJob"] == "benchmark-1"
-    validate_all(render)
+    validate_render(render)
 
 
 def test_in_gateway_mode_the_benchmark_goes_through_the_gateway() -> None:

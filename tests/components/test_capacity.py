@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.capacity import COMPUTE_CLASS, compute_class, scheduling
-from render.__main__ import validate_all
+from render.validation import validate_render
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -88,7 +88,7 @@ def test_fallback_stack_registers_a_valid_compute_class() -> None:
     render = render_with("dev", capacity={"mode": "fallback", "fallback": ["spot", "flex-start"]})
     compute = render.one("kubernetes:cloud.google.com/v1:ComputeClass")
     assert compute.inputs["metadata"]["name"] == COMPUTE_CLASS
-    validate_all(render)
+    validate_render(render)
 
 
 def test_other_modes_register_no_compute_class() -> None:

@@ -10,9 +10,9 @@ import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
 from components.replicas import selector_labels
-from render.__main__ import validate_all
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
+from render.validation import validate_render
 from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
@@ -167,7 +167,7 @@ def test_installed_crds_come_before_the_chart_and_match_its_release() -> None:
 
 def test_the_gateway_stack_validates_against_the_vendored_crds() -> None:
     render = rendered("gateway")
-    checks = validate_all(render)
+    checks = validate_render(render)
     assert checks.count("CRD gateway.networking.k8s.io/v1") == 2
 
 

@@ -6,7 +6,7 @@ import copy
 import importlib
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,10 +23,9 @@ from policy.rules import (
     PRODUCTION,
     REQUIRED_LABELS,
     RULES,
-    Finding,
     Resource,
+    Rule,
     StackFacts,
-    check,
     compute_classes,
     credential_name,
     is_cache_reader,
@@ -37,6 +36,24 @@ from render.engine import Render, render_stack, reveal
 from stacks import settings
 from stacks.loading import Stack, StackSecrets
 from tests.conftest import STACKS, render_with, rendered, stack_file_config
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    resource: str
+    message: str
+
+
+def check(resources: Sequence[Resource], facts: StackFacts, rules: Iterable[Rule] = RULES) -> list[Finding]:
+    """Every finding of ``rules`` over ``resources``, as the pack would report them."""
+    return [
+        Finding(rule.name, resource.urn or resource.name, message)
+        for rule in rules
+        for resource in resources
+        for message in rule.check(resource, facts)
+    ]
+
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from render.__main__ import kubernetes_version, main, validate_all
+from render.__main__ import main
 from render.engine import render_stack
 from render.files import diff, manifests, write
-from render.validation import ManifestError, validate
+from render.validation import ManifestError, kubernetes_version, validate, validate_render
 from tests.conftest import STACKS, rendered
 
 
@@ -29,7 +29,7 @@ def test_every_stack_renders_with_every_resource_on_an_explicit_provider(stack: 
 
 def test_every_rendered_kubernetes_object_validates_strictly(stack: str) -> None:
     render = rendered(stack)
-    checks = validate_all(render)
+    checks = validate_render(render)
     assert len(checks) == len(manifests(render)) > 0
 
 
