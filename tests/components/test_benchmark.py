@@ -251,7 +251,7 @@ def test_the_compute_class_asks_for_the_configured_machine_and_nothing_else() ->
 
 def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
     data = summarizer_config_map(settings(), {})["data"]
-    source = (Path(__file__).resolve().parents[2] / "benchmark" / "summarize.py").read_text()
+    source = (Path(__file__).resolve().parents[2] / "benchmark_job" / "summarize.py").read_text()
     assert data == {"summarize.py": source}
     mounts = container(job(settings(), SERVICE, {}, None, None))["volumeMounts"]
     assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts
