@@ -1,4 +1,4 @@
-"""Composition root: stack config -> components -> outputs."""
+"""Composition root: stack config -> plan -> components -> outputs."""
 
 import pulumi
 import pulumi_gcp as gcp
@@ -12,28 +12,36 @@ from components.gateway import InferenceGateway
 from components.model_cache import ModelCache
 from components.network import Network
 from components.proxy_subnet import ProxySubnet
-from components.replicas import ReplicaSet
+from components.replicas import Replicas
 from stacks.estimates import estimate
 from stacks.loading import load
+from stacks.plan import plan_stack
 
 stack = load()
 settings = stack.settings
-labels = stack.labels
-gateway_routing = settings.routing == "gateway"
+specs = plan_stack(settings, stack.name)
+labels = specs.labels
 
 gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 
-apis = ProjectApis("apis", settings.project, BASE_APIS + (GATEWAY_APIS if gateway_routing else ()), opts=on_gcp)
+apis = ProjectApis("apis", settings.project, BASE_APIS + (GATEWAY_APIS if specs.gateway else ()), opts=on_gcp)
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
 network = Network("network", settings.network, project=settings.project, region=settings.region, opts=after_apis)
 cluster = Cluster(
-    "cluster", settings.cluster, network=network, project=settings.project, region=settings.region, labels=labels, opts=after_apis
+    "cluster",
+    settings.cluster,
+    network=network.vpc.id,
+    subnetwork=network.subnet.id,
+    project=settings.project,
+    region=settings.region,
+    labels=labels,
+    opts=after_apis,
 )
 
 # Everything below lives in the cluster, in its workload namespace.
 in_cluster = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[cluster.namespace]))
-capacity = Capacity("capacity", settings, labels=labels, kubernetes=cluster.provider, opts=in_cluster)
+Capacity("capacity", specs.capacity, kubernetes=cluster.provider, opts=in_cluster)
 credentials = Credentials(
     "credentials",
     namespace=settings.cluster.namespace,
@@ -44,18 +52,20 @@ credentials = Credentials(
     opts=in_cluster,
 )
 cache = (
-    ModelCache("model-cache", settings, labels=labels, credentials=credentials, kubernetes=cluster.provider, opts=in_cluster)
-    if settings.cache.enabled
+    ModelCache(
+        "model-cache",
+        specs.cache,
+        hf_token=credentials.hf_token,
+        secrets=credentials.resources,
+        kubernetes=cluster.provider,
+        opts=in_cluster,
+    )
+    if specs.cache
     else None
 )
-replicas = ReplicaSet(
+replicas = Replicas(
     "replicas",
-    settings,
-    stack=stack.name,
-    labels=labels,
-    scheduling=capacity.scheduling,
-    cache_claim=cache.claim_name if cache else None,
-    cache_path=cache.model_path if cache else None,
+    specs.replicas,
     hf_token=credentials.hf_token,
     api_key=credentials.api_key,
     kubernetes=cluster.provider,
@@ -63,11 +73,11 @@ replicas = ReplicaSet(
 )
 
 gateway: InferenceGateway | None = None
-if gateway_routing:
+if specs.gateway:
     proxy_subnet = ProxySubnet(
         "proxy-subnet",
         settings.gateway,
-        network=network,
+        network=network.vpc.id,
         network_name=settings.network.name,
         project=settings.project,
         region=settings.region,
@@ -75,22 +85,19 @@ if gateway_routing:
     )
     gateway = InferenceGateway(
         "gateway",
-        settings,
-        stack=stack.name,
-        labels=labels,
+        specs.gateway,
         prerequisites=[apis.services[GATEWAY_APIS[0]], proxy_subnet],
         kubernetes=cluster.provider,
         opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
     )
     pulumi.export("gatewayAddress", gateway.address)
 
-if settings.benchmark.enabled and settings.nodes > 0:
+if specs.benchmark:
     # Measures what clients see: through the Gateway in gateway mode, else the Service.
     benchmark = Benchmark(
         "benchmark",
-        settings,
+        specs.benchmark,
         base_url=gateway.address.apply(lambda address: f"http://{address}") if gateway else replicas.url,
-        labels=labels,
         api_key=credentials.api_key,
         hf_token=credentials.hf_token,
         kubernetes=cluster.provider,
@@ -115,4 +122,4 @@ pulumi.export(
         "image": settings.serving.image,
     },
 )
-pulumi.export("estimates", estimate(settings, capacity.scheduling.price_per_node_hour).as_output())
+pulumi.export("estimates", estimate(settings).as_output())

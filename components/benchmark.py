@@ -1,6 +1,6 @@
 """The in-cluster benchmark: parallel ``vllm bench serve`` clients on a dedicated CPU node.
 
-It follows the reference method (REFERENCE.md sections 1 and 3): random
+It follows the reference method (docs/reference.md): random
 prompts of the stack's workload (input 1024, output 512, range ratio 0.5), no
 prompt prefix shared within or across clients, several clients of ~1K
 concurrency each on one 16-vCPU C4 node, their throughputs summed. The Job's
@@ -23,9 +23,10 @@ import pulumi_kubernetes as k8s
 
 from benchmark_job import summarize
 from components.credentials import SecretRef
-from components.manifests import Manifest
-from components.options import child_options
-from stacks.settings import StackSettings
+from components.manifests import Manifest, guaranteed
+from components.options import awaits_beyond, child_options
+from stacks import gke
+from stacks.plan import BenchmarkSpec
 
 NAME = "benchmark"
 COMPUTE_CLASS = "benchmark"
@@ -44,8 +45,6 @@ READY_INTERVAL_SECONDS = 10
 # reference's clients finish 10,240 prompts each in ~4 minutes (~83 requests/s
 # per node); an hour leaves room for slower profiles and the gateway.
 DEADLINE_MINUTES = 60
-# How long `pulumi up` waits for the Job: beyond its deadline, so the Job decides.
-JOB_TIMEOUT = f"{DEADLINE_MINUTES + 10}m"
 # Seeds of one run are run * SEEDS_PER_RUN + client index: clients never share
 # prompts, and a rerun never replays prompts the servers may still have cached.
 # Above the most clients a stack can ask for (16 per node x 1000 nodes).
@@ -73,9 +72,9 @@ except Exception as error:
 """
 
 
-def client_count(settings: StackSettings) -> int:
+def client_count(spec: BenchmarkSpec) -> int:
     """Clients follow the serving nodes: ~2,000 concurrent requests per node in the reference."""
-    return settings.benchmark.clients_per_node * settings.nodes
+    return spec.benchmark.clients_per_node * spec.nodes
 
 
 def server_root(url: str) -> str:
@@ -83,17 +82,17 @@ def server_root(url: str) -> str:
     return url.rstrip("/").removesuffix("/v1")
 
 
-def seed(settings: StackSettings, index: int) -> int:
-    return settings.benchmark.run * SEEDS_PER_RUN + index
+def seed(spec: BenchmarkSpec, index: int) -> int:
+    return spec.benchmark.run * SEEDS_PER_RUN + index
 
 
 def result_file(index: int) -> str:
     return f"client-{index}.json"
 
 
-def client_command(settings: StackSettings, index: int, base_url: str) -> list[str]:
+def client_command(spec: BenchmarkSpec, index: int, base_url: str) -> list[str]:
     """The ``vllm bench serve`` command line of client ``index`` (flags of vllm/benchmarks/serve.py, v0.18)."""
-    bench, workload = settings.benchmark, settings.workload
+    bench, workload = spec.benchmark, spec.workload
     return [
         "vllm",
         "bench",
@@ -102,15 +101,15 @@ def client_command(settings: StackSettings, index: int, base_url: str) -> list[s
         "--backend=openai",
         f"--base-url={base_url}",
         # The name the server answers to; prompts are built with the model's own tokenizer.
-        f"--model={settings.model.public_name}",
-        f"--tokenizer={settings.model.id}",
+        f"--model={spec.model.public_name}",
+        f"--tokenizer={spec.model.id}",
         "--dataset-name=random",
         f"--random-input-len={workload.input_tokens}",
         f"--random-output-len={workload.output_tokens}",
         f"--random-range-ratio={workload.range_ratio}",
         # No shared prefix: the reference measured with 0% prefix-cache hits.
         "--random-prefix-len=0",
-        f"--seed={seed(settings, index)}",
+        f"--seed={seed(spec, index)}",
         f"--num-prompts={bench.prompts_per_client}",
         f"--max-concurrency={bench.concurrency_per_client}",
         # Every request generates its drawn output length.
@@ -136,13 +135,13 @@ def _word(arg: str) -> str:
     return f'"{URL_FROM_ENV}"'.join(shlex.quote(part) if part else "" for part in arg.split(URL_FROM_ENV))
 
 
-def benchmark_script(settings: StackSettings, base_url: str) -> str:
+def benchmark_script(spec: BenchmarkSpec, base_url: str) -> str:
     """The Job's bash script: wait for the server, run every client at once, sum their results.
 
     ``base_url`` is the server's root, or ``URL_FROM_ENV`` to read it from the Job's environment.
     It never traces commands (``set -x``): the API key is in the environment.
     """
-    count = client_count(settings)
+    count = client_count(spec)
     if count < 1:
         raise ValueError("llm:benchmark needs at least one serving node; llm:nodes is 0")
     summary = f"{SUMMARY_DIR}/{SUMMARY_FILE}"
@@ -163,7 +162,7 @@ def benchmark_script(settings: StackSettings, base_url: str) -> str:
         "pids=()",
     ]
     for index in range(count):
-        command = " ".join(_word(arg) for arg in client_command(settings, index, base_url))
+        command = " ".join(_word(arg) for arg in client_command(spec, index, base_url))
         lines += [f"{command} > {RESULT_DIR}/client-{index}.log 2>&1 &", 'pids+=("$!")']
     lines += [
         "failed=0",
@@ -193,15 +192,15 @@ def benchmark_script(settings: StackSettings, base_url: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compute_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
+def compute_class(spec: BenchmarkSpec) -> dict[str, Any]:
     """The benchmark's own node: exactly the configured C4 machine, or none."""
     return {
-        "apiVersion": "cloud.google.com/v1",
+        "apiVersion": gke.COMPUTE_CLASS_API,
         "kind": "ComputeClass",
-        "metadata": {"name": COMPUTE_CLASS, "labels": labels},
+        "metadata": {"name": COMPUTE_CLASS, "labels": spec.labels},
         "spec": {
-            "description": f"Benchmark clients on a dedicated {settings.benchmark.machine_type} node",
-            "priorities": [{"machineType": settings.benchmark.machine_type}],
+            "description": f"Benchmark clients on a dedicated {spec.benchmark.machine_type} node",
+            "priorities": [{"machineType": spec.benchmark.machine_type}],
             "nodePoolAutoCreation": {"enabled": True},
             # A smaller or shared machine would make the clients the bottleneck.
             "whenUnsatisfiable": "DoNotScaleUp",
@@ -213,30 +212,24 @@ def summarizer_source() -> str:
     return Path(summarize.__file__).read_text(encoding="utf-8")
 
 
-def summarizer_config_map(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
+def summarizer_config_map(spec: BenchmarkSpec) -> dict[str, Any]:
     """``benchmark_job/summarize.py`` as the Job mounts it."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": SUMMARY, "namespace": settings.cluster.namespace, "labels": labels},
+        "metadata": {"name": SUMMARY, "namespace": spec.namespace, "labels": spec.labels},
         "data": {SUMMARY_FILE: summarizer_source()},
     }
 
 
-def job_name(settings: StackSettings) -> str:
-    return f"{NAME}-{settings.benchmark.run}"
+def job_name(spec: BenchmarkSpec) -> str:
+    return f"{NAME}-{spec.benchmark.run}"
 
 
-def job(
-    settings: StackSettings,
-    base_url: pulumi.Input[str],
-    labels: dict[str, str],
-    api_key: SecretRef | None,
-    hf_token: SecretRef | None,
-) -> dict[str, Any]:
+def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | None, hf_token: SecretRef | None) -> dict[str, Any]:
     """The benchmark Job; ``base_url`` (the server's root) reaches the script as ``$BASE_URL``."""
-    bench = settings.benchmark
-    pod_labels = {**labels, "app.kubernetes.io/component": NAME}
+    bench = spec.benchmark
+    pod_labels = {**spec.labels, "app.kubernetes.io/component": NAME}
     env: list[dict[str, Any]] = [
         {"name": URL_VARIABLE, "value": base_url},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
@@ -247,11 +240,10 @@ def job(
     if hf_token is not None:
         # The clients download the model's tokenizer; gated models need the token.
         env.append(hf_token.env("HF_TOKEN"))
-    resources = {"cpu": CPU, "memory": MEMORY, "ephemeral-storage": EPHEMERAL_STORAGE}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(settings), "namespace": settings.cluster.namespace, "labels": pod_labels},
+        "metadata": {"name": job_name(spec), "namespace": spec.namespace, "labels": pod_labels},
         "spec": {
             # A retry would mix two runs in one log; run again by raising llm:benchmark.run.
             "backoffLimit": 0,
@@ -260,14 +252,14 @@ def job(
                 "metadata": {"labels": pod_labels},
                 "spec": {
                     "restartPolicy": "Never",
-                    "nodeSelector": {"cloud.google.com/compute-class": COMPUTE_CLASS},
+                    "nodeSelector": {gke.COMPUTE_CLASS_LABEL: COMPUTE_CLASS},
                     "containers": [
                         {
                             "name": NAME,
                             "image": bench.image,
-                            "command": ["bash", "-c", benchmark_script(settings, URL_FROM_ENV)],
+                            "command": ["bash", "-c", benchmark_script(spec, URL_FROM_ENV)],
                             "env": env,
-                            "resources": {"requests": resources, "limits": resources},
+                            "resources": guaranteed({"cpu": CPU, "memory": MEMORY, "ephemeral-storage": EPHEMERAL_STORAGE}),
                             "volumeMounts": [
                                 {"name": "summary", "mountPath": SUMMARY_DIR, "readOnly": True},
                                 {"name": "results", "mountPath": RESULT_DIR},
@@ -290,10 +282,9 @@ class Benchmark(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        spec: BenchmarkSpec,
         *,
         base_url: pulumi.Input[str],
-        labels: dict[str, str],
         api_key: SecretRef | None,
         hf_token: SecretRef | None,
         kubernetes: k8s.Provider,
@@ -301,20 +292,20 @@ class Benchmark(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm:serving:Benchmark", name, None, opts)
         base = child_options(self, opts, kubernetes)
-        node_class = Manifest("compute-class", compute_class(settings, labels), base)
-        summary = Manifest("summary", summarizer_config_map(settings, labels), base)
+        node_class = Manifest("compute-class", compute_class(spec), base)
+        summary = Manifest("summary", summarizer_config_map(spec), base)
         # The Service URL ends in /v1; the clients want the root.
         root = pulumi.Output.from_input(base_url).apply(server_root)
-        self.job_name = job_name(settings)
+        self.job_name = job_name(spec)
         self.job = Manifest(
             self.job_name,
-            job(settings, root, labels, api_key, hf_token),
+            job(spec, root, api_key, hf_token),
             pulumi.ResourceOptions.merge(
                 base,
                 pulumi.ResourceOptions(
                     depends_on=[node_class, summary],
                     # pulumi-kubernetes waits 10 minutes for a Job by default.
-                    custom_timeouts=pulumi.CustomTimeouts(create=JOB_TIMEOUT, update=JOB_TIMEOUT),
+                    custom_timeouts=awaits_beyond(DEADLINE_MINUTES),
                     # A finished run is a record: a later change of nodes, labels or the
                     # gateway address must not replace and so re-run it. A new run number
                     # is a new Job with the new settings.
@@ -322,5 +313,5 @@ class Benchmark(pulumi.ComponentResource):
                 ),
             ),
         )
-        self.clients = client_count(settings)
+        self.clients = client_count(spec)
         self.register_outputs({"job": self.job_name, "clients": self.clients})

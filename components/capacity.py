@@ -1,12 +1,12 @@
-"""A4 capacity: where the GPU nodes come from, and how GPU pods ask for them.
+"""A4 capacity: where the GPU nodes come from.
 
 A4 (``a4-highgpu-8g``) has no on-demand capacity: Spot, Flex-start,
-reservations or an ordered fallback across them (REFERENCE.md sections 1, 3).
+reservations or an ordered fallback across them (docs/reference.md). How GPU
+pods ask for the capacity is decided in the plan (``stacks/plan.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -15,97 +15,40 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
 from components.options import child_options
-from stacks.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE, CapacitySettings, StackSettings
-
-# List prices of one A4 node-hour, 2026 (REFERENCE.md section 1). Flex-start
-# has no reference figure; set capacity.pricePerNodeHour to estimate it.
-LIST_PRICE_PER_NODE_HOUR: dict[str, float] = {"spot": 32.61, "reservation": 88.93}
-
-COMPUTE_CLASS = "a4-fallback"
-_GKE = "cloud.google.com"
+from stacks import gke
+from stacks.plan import FALLBACK_CLASS, CapacitySpec
+from stacks.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE
 
 
-@dataclass(frozen=True)
-class Scheduling:
-    """What a GPU pod carries to land on the selected A4 capacity."""
-
-    mode: str
-    node_selector: dict[str, str]
-    tolerations: list[dict[str, str]] = field(default_factory=list)
-    price_per_node_hour: float | None = None
-
-
-def price_per_node_hour(capacity: CapacitySettings) -> float | None:
-    """The configured price, else the list price of the preferred step."""
-    if capacity.price_per_node_hour is not None:
-        return capacity.price_per_node_hour
-    return LIST_PRICE_PER_NODE_HOUR.get(capacity.steps[0])
-
-
-def _reservation_selector(capacity: CapacitySettings) -> dict[str, str]:
-    reservation = capacity.reservation
-    if reservation is None:
-        raise ValueError("capacity.reservation is required for reservation mode")
-    # Autopilot consumes only specific reservations.
-    selector = {f"{_GKE}/reservation-name": reservation.name, f"{_GKE}/reservation-affinity": "specific"}
-    if reservation.project:
-        selector[f"{_GKE}/reservation-project"] = reservation.project
-    return selector
-
-
-def scheduling(settings: StackSettings) -> Scheduling:
-    """The node selectors and tolerations of a GPU pod for the stack's capacity mode."""
-    capacity = settings.capacity
-    price = price_per_node_hour(capacity)
-    if capacity.mode == "fallback":
-        # The ComputeClass names the machine, GPUs and zone for every step;
-        # extra hard selectors would fight its fallback.
-        return Scheduling(capacity.mode, {f"{_GKE}/compute-class": COMPUTE_CLASS}, price_per_node_hour=price)
-    selector = {
-        f"{_GKE}/gke-accelerator": GPU_TYPE,
-        f"{_GKE}/gke-gpu-driver-version": "latest",
-        "topology.kubernetes.io/zone": settings.zone,
-    }
-    tolerations: list[dict[str, str]] = []
-    if capacity.mode == "spot":
-        selector[f"{_GKE}/gke-spot"] = "true"
-        tolerations.append({"key": f"{_GKE}/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"})
-    elif capacity.mode == "flex-start":
-        selector[f"{_GKE}/gke-flex-start"] = "true"
-        selector[f"{_GKE}/gke-max-run-duration-seconds"] = str(capacity.flex_start.max_run_hours * 3600)
-    elif capacity.mode == "reservation":
-        selector.update(_reservation_selector(capacity))
-    return Scheduling(capacity.mode, selector, tolerations, price)
-
-
-def _priority(step: str, settings: StackSettings) -> dict[str, Any]:
+def _priority(step: str, spec: CapacitySpec) -> dict[str, Any]:
+    capacity = spec.capacity
     rule: dict[str, Any] = {
         "machineType": A4_MACHINE_TYPE,
         "gpu": {"type": GPU_TYPE, "count": GPUS_PER_NODE, "driverVersion": "latest"},
-        "location": {"zones": [settings.zone]},
+        "location": {"zones": [spec.zone]},
     }
     if step == "spot":
         rule["spot"] = True
     elif step == "flex-start":
         rule["flexStart"] = {"enabled": True}
-        rule["maxRunDurationSeconds"] = settings.capacity.flex_start.max_run_hours * 3600
-    elif step == "reservation" and settings.capacity.reservation is not None:
-        specific: dict[str, str] = {"name": settings.capacity.reservation.name}
-        if settings.capacity.reservation.project:
-            specific["project"] = settings.capacity.reservation.project
+        rule["maxRunDurationSeconds"] = capacity.flex_start.max_run_hours * 3600
+    elif step == "reservation" and capacity.reservation is not None:
+        specific: dict[str, str] = {"name": capacity.reservation.name}
+        if capacity.reservation.project:
+            specific["project"] = capacity.reservation.project
         rule["reservations"] = {"affinity": "Specific", "specific": [specific]}
     return rule
 
 
-def compute_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
+def compute_class(spec: CapacitySpec) -> dict[str, Any]:
     """The ComputeClass for fallback mode: the steps in order, never on-demand."""
     return {
-        "apiVersion": f"{_GKE}/v1",
+        "apiVersion": gke.COMPUTE_CLASS_API,
         "kind": "ComputeClass",
-        "metadata": {"name": COMPUTE_CLASS, "labels": labels},
+        "metadata": {"name": FALLBACK_CLASS, "labels": spec.labels},
         "spec": {
-            "description": "A4 nodes: " + ", then ".join(settings.capacity.steps),
-            "priorities": [_priority(step, settings) for step in settings.capacity.steps],
+            "description": "A4 nodes: " + ", then ".join(spec.capacity.steps),
+            "priorities": [_priority(step, spec) for step in spec.capacity.steps],
             "nodePoolAutoCreation": {"enabled": True},
             # Without this GKE would fall back to on-demand, which A4 does not have.
             "whenUnsatisfiable": "DoNotScaleUp",
@@ -114,14 +57,14 @@ def compute_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, 
     }
 
 
-def future_reservation_args(settings: StackSettings) -> gcp.compute.FutureReservationArgs | None:
-    reservation = settings.capacity.reservation
+def future_reservation_args(spec: CapacitySpec) -> gcp.compute.FutureReservationArgs | None:
+    reservation = spec.capacity.reservation
     if reservation is None or reservation.create is None:
         return None
     return gcp.compute.FutureReservationArgs(
         name=reservation.create.name,
-        project=settings.project,
-        zone=settings.zone,
+        project=spec.project,
+        zone=spec.zone,
         reservation_name=reservation.name,
         reservation_mode="CALENDAR",
         # Only pods that name it consume it: what Autopilot needs.
@@ -139,30 +82,17 @@ def future_reservation_args(settings: StackSettings) -> gcp.compute.FutureReserv
 
 
 class Capacity(pulumi.ComponentResource):
-    """Registers what the capacity mode needs; ``scheduling`` is what GPU pods use."""
+    """Registers what the capacity mode needs: a calendar reservation, the fallback ComputeClass."""
 
-    def __init__(
-        self,
-        name: str,
-        settings: StackSettings,
-        *,
-        labels: dict[str, str],
-        kubernetes: k8s.Provider,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, spec: CapacitySpec, *, kubernetes: k8s.Provider, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm:capacity:Capacity", name, None, opts)
-        self.scheduling = scheduling(settings)
         child = child_options(self, opts)
-        reservation = future_reservation_args(settings)
+        reservation = future_reservation_args(spec)
         if reservation is not None:
             # A calendar reservation is a commitment: a stack change must never delete it.
             gcp.compute.FutureReservation(
                 "reservation", reservation, opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
             )
-        if settings.capacity.mode == "fallback":
-            Manifest(
-                "compute-class",
-                compute_class(settings, labels),
-                child_options(self, opts, kubernetes),
-            )
-        self.register_outputs({"mode": settings.capacity.mode, "nodeSelector": self.scheduling.node_selector})
+        if spec.capacity.mode == "fallback":
+            Manifest("compute-class", compute_class(spec), child_options(self, opts, kubernetes))
+        self.register_outputs({"mode": spec.capacity.mode, "nodeSelector": spec.scheduling.node_selector})

@@ -7,8 +7,8 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.network import POD_RANGE, SERVICE_RANGE, Network
 from components.options import child_options
+from stacks.plan import POD_RANGE, SERVICE_RANGE
 from stacks.settings import ClusterSettings
 
 
@@ -83,7 +83,8 @@ class Cluster(pulumi.ComponentResource):
         name: str,
         settings: ClusterSettings,
         *,
-        network: Network,
+        network: pulumi.Input[str],
+        subnetwork: pulumi.Input[str],
         project: str,
         region: str,
         labels: dict[str, str],
@@ -92,7 +93,7 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("llm:platform:Cluster", name, None, opts)
         self.cluster = gcp.container.Cluster(
             "gke",
-            cluster_args(settings, project=project, region=region, network=network.vpc.id, subnetwork=network.subnet.id, labels=labels),
+            cluster_args(settings, project=project, region=region, network=network, subnetwork=subnetwork, labels=labels),
             opts=child_options(self, opts),
         )
         self.name = self.cluster.name

@@ -1,7 +1,7 @@
 """The Inference Gateway: endpoint-picker chart, Gateway and HTTPRoute to the InferencePool.
 
 Used when a stack sets ``routing: gateway``. It costs 31-37% of throughput
-against round-robin ClusterIP (REFERENCE.md section 1) and earns its keep
+against round-robin ClusterIP (docs/reference.md) and earns its keep
 only with uneven load or shared prefixes.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.manifests import Manifest
+from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from components.replicas import selector_labels
-from stacks.settings import GatewaySettings, StackSettings
+from stacks.plan import GatewaySpec
+from stacks.settings import GatewaySettings
 
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/{version}/v1-manifests.yaml"
@@ -29,19 +29,18 @@ GATEWAY_CLASSES = {"internal": "gke-l7-rilb", "external": "gke-l7-regional-exter
 GKE_INSTALLS_CRDS_FROM_MINOR = 35
 
 
-def installs_crds(settings: StackSettings) -> bool:
-    mode = settings.gateway.install_crds
-    return mode == "always" or (mode == "auto" and settings.cluster.minor < GKE_INSTALLS_CRDS_FROM_MINOR)
+def installs_crds(spec: GatewaySpec) -> bool:
+    mode = spec.gateway.install_crds
+    return mode == "always" or (mode == "auto" and spec.cluster_minor < GKE_INSTALLS_CRDS_FROM_MINOR)
 
 
-def endpoint_picker_values(settings: StackSettings, stack: str) -> dict[str, Any]:
+def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
     """Chart values; every key is one the pinned chart version reads (tested against its key list)."""
-    gateway = settings.gateway
-    port = settings.serving.port
-    resources = {"cpu": gateway.endpoint_picker_cpu, "memory": gateway.endpoint_picker_memory}
+    gateway = spec.gateway
+    port = spec.port
     return {
         "inferencePool": {
-            "modelServers": {"matchLabels": selector_labels(stack)},
+            "modelServers": {"matchLabels": spec.pool_selector},
             # v1.4.0 reads both: the pool's ports and the HealthCheckPolicy's port.
             "targetPorts": [{"number": port}],
             "targetPortNumber": port,
@@ -50,7 +49,7 @@ def endpoint_picker_values(settings: StackSettings, stack: str) -> dict[str, Any
             # More than one replica is leader election (standby), not more capacity.
             "replicas": gateway.endpoint_picker_replicas,
             # The chart default (4 CPU / 8Gi) crashed under ~8K connections.
-            "resources": {"requests": resources, "limits": resources},
+            "resources": guaranteed({"cpu": gateway.endpoint_picker_cpu, "memory": gateway.endpoint_picker_memory}),
             # Renders the EPP's PodMonitoring with provider gke (monitoring.gke was removed in v1.3.0).
             "monitoring": {"prometheus": {"enabled": True}},
         },
@@ -58,15 +57,15 @@ def endpoint_picker_values(settings: StackSettings, stack: str) -> dict[str, Any
     }
 
 
-def gateway_manifest(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    gateway = settings.gateway
+def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:
+    gateway = spec.gateway
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
         "metadata": {
             "name": GATEWAY,
-            "namespace": settings.cluster.namespace,
-            "labels": labels,
+            "namespace": spec.namespace,
+            "labels": spec.labels,
             # Waits for the load balancer, not just the object; a missing proxy-only
             # subnet or API shows up here as a timeout.
             "annotations": {
@@ -81,12 +80,12 @@ def gateway_manifest(settings: StackSettings, labels: dict[str, str]) -> dict[st
     }
 
 
-def route_manifest(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    timeout = f"{settings.gateway.backend_timeout_seconds}s"
+def route_manifest(spec: GatewaySpec) -> dict[str, Any]:
+    timeout = f"{spec.gateway.backend_timeout_seconds}s"
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": ROUTE, "namespace": settings.cluster.namespace, "labels": labels},
+        "metadata": {"name": ROUTE, "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
             "parentRefs": [{"name": GATEWAY}],
             "rules": [
@@ -128,33 +127,30 @@ class InferenceGateway(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        spec: GatewaySpec,
         *,
-        stack: str,
-        labels: dict[str, str],
         prerequisites: list[pulumi.Resource],
         kubernetes: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:gateway:InferenceGateway", name, None, opts)
-        gateway = settings.gateway
+        gateway = spec.gateway
         base = child_options(self, opts, kubernetes)
         chart_after: list[pulumi.Resource] = []
-        if installs_crds(settings):
+        if installs_crds(spec):
             chart_after.append(
                 k8s.yaml.v2.ConfigFile("inferencepool-crds", file=CRD_MANIFEST.format(version=gateway.chart_version), opts=base)
             )
-        # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
         chart: list[pulumi.Resource] = []
-        if settings.nodes > 0:
+        if spec.serving:
             chart.append(
                 k8s.helm.v4.Chart(
                     "endpoint-picker",
                     chart=CHART,
                     version=gateway.chart_version,
                     name=POOL,
-                    namespace=settings.cluster.namespace,
-                    values=endpoint_picker_values(settings, stack),
+                    namespace=spec.namespace,
+                    values=endpoint_picker_values(spec),
                     opts=pulumi.ResourceOptions.merge(
                         base, pulumi.ResourceOptions(depends_on=chart_after, transforms=[backend_timeout(gateway.backend_timeout_seconds)])
                     ),
@@ -163,7 +159,7 @@ class InferenceGateway(pulumi.ComponentResource):
         wait = programmed_timeout(gateway)
         self.gateway = Manifest(
             GATEWAY,
-            gateway_manifest(settings, labels),
+            gateway_manifest(spec),
             pulumi.ResourceOptions.merge(
                 base,
                 pulumi.ResourceOptions(
@@ -175,7 +171,7 @@ class InferenceGateway(pulumi.ComponentResource):
         if chart:
             Manifest(
                 ROUTE,
-                route_manifest(settings, labels),
+                route_manifest(spec),
                 pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[self.gateway, *chart])),
             )
         self.address: pulumi.Output[str] = self.gateway.output("status").apply(_address)

@@ -30,3 +30,8 @@ class Manifest(pulumi.CustomResource):
     def output(self, field: str) -> pulumi.Output[Any]:
         value: pulumi.Output[Any] = getattr(self, field)
         return value
+
+
+def guaranteed(amounts: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Container resources with requests equal to limits: the Guaranteed QoS class."""
+    return {"requests": dict(amounts), "limits": dict(amounts)}

@@ -1,81 +1,45 @@
 """The model cache: weights downloaded once onto Hyperdisk ML, then served read-only.
 
-Order (REFERENCE.md section 3): a writable volume, a download Job on a CPU
+Order (docs/reference.md): a writable volume, a download Job on a CPU
 node, a VolumeSnapshot of the written volume once the Job has succeeded, and
 a ReadOnlyMany volume restored from the snapshot that every replica mounts.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.credentials import Credentials, SecretRef
-from components.manifests import Manifest
-from components.options import child_options
-from stacks.settings import CacheSettings, ModelSettings, StackSettings
+from components.credentials import SecretRef
+from components.manifests import Manifest, guaranteed
+from components.options import awaits_beyond, child_options
+from stacks import gke
+from stacks.plan import CacheSpec
+from stacks.settings import CacheSettings
 
 CSI_DRIVER = "pd.csi.storage.gke.io"
 SNAPSHOT_CLASS = "model-cache"
-MOUNT_PATH = "/models"
 # Pinned downloader tools; installed into the multi-arch download image.
 HUGGINGFACE_HUB = "huggingface_hub==2.4.0"
 _ARCH = {"c4a": "arm64", "c3": "amd64"}
 
 
-def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
-    """A Kubernetes name for one cache: the model revision on a disk of one size and throughput.
-
-    Changing any of them makes a new cache (a disk can neither shrink nor change
-    class in place); nothing else does.
-    """
-    # Short enough that "model-cache-<id>-writer" stays within 63 characters.
-    readable = re.sub(r"[^a-z0-9]+", "-", model.id.split("/")[-1].lower())[:32].strip("-")
-    key = f"{model.id}@{model.revision}/{cache.size_gi}Gi/{cache.throughput_mibps}Mi"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return f"{readable}-{digest}"
-
-
-def model_path(model: ModelSettings, cache: CacheSettings) -> str:
-    """Where the replicas find the weights when the cache is on."""
-    return f"{MOUNT_PATH}/{cache_id(model, cache)}"
-
-
-@dataclass(frozen=True)
-class CacheNames:
-    """Names of the per-model objects; all derive from the model id and revision."""
-
-    writer: str
-    download: str
-    snapshot: str
-    reader: str
-
-
-def names(settings: StackSettings) -> CacheNames:
-    key = cache_id(settings.model, settings.cache)
-    return CacheNames(
-        writer=f"model-cache-{key}-writer", download=f"model-download-{key}", snapshot=f"model-cache-{key}", reader=f"model-cache-{key}"
-    )
-
-
-def storage_class(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    cache = settings.cache
+def storage_class(spec: CacheSpec) -> dict[str, Any]:
+    cache = spec.cache
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": storage_class_name(cache), "labels": labels},
+        "metadata": {"name": storage_class_name(cache), "labels": spec.labels},
         "provisioner": CSI_DRIVER,
         "parameters": {"type": "hyperdisk-ml", "provisioned-throughput-on-create": f"{cache.throughput_mibps}Mi"},
         # Large read-ahead serves the sequential weight reads at startup.
         "mountOptions": ["read_ahead_kb=4096"],
         "volumeBindingMode": "WaitForFirstConsumer",
-        "allowedTopologies": [{"matchLabelExpressions": [{"key": "topology.gke.io/zone", "values": [settings.zone]}]}],
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": "topology.gke.io/zone", "values": [spec.zone]}]}],
         "reclaimPolicy": "Delete",
         "allowVolumeExpansion": False,
     }
@@ -102,10 +66,10 @@ def _claim(name: str, namespace: str, labels: dict[str, str], cache: CacheSettin
     }
 
 
-def download_script(settings: StackSettings) -> str:
+def download_script(spec: CacheSpec) -> str:
     """The shell script of the download Job: idempotent, fails loudly, marks completion."""
-    model = settings.model
-    target = f"/cache/{cache_id(model, settings.cache)}"
+    model = spec.model
+    target = f"/cache/{spec.key}"
     repo = f"https://huggingface.co/{model.id}"
     quoted = {k: shlex.quote(v) for k, v in {"target": target, "repo": repo, "id": model.id, "rev": model.revision}.items()}
     lines = [
@@ -113,13 +77,13 @@ def download_script(settings: StackSettings) -> str:
         f'if [ -f {quoted["target"]}/.complete ]; then echo "weights already present"; exit 0; fi',
         f"rm -rf {quoted['target']} && mkdir -p {quoted['target']}",
     ]
-    if settings.cache.download_method == "hf":
+    if spec.cache.download_method == "hf":
         lines += [
             f"pip install --no-cache-dir --quiet {HUGGINGFACE_HUB}",
             f"hf download {quoted['id']} --revision {quoted['rev']} --local-dir {quoted['target']}",
         ]
     else:
-        # Xet downloads stalled at 16-20 GB on large checkpoints; git-lfs did not (REFERENCE.md).
+        # Xet downloads stalled at 16-20 GB on large checkpoints; git-lfs did not (docs/reference.md).
         lines += [
             "apt-get update -qq && apt-get install -y -qq --no-install-recommends git git-lfs ca-certificates >/dev/null",
             "git lfs install --skip-repo",
@@ -136,17 +100,16 @@ def download_script(settings: StackSettings) -> str:
     return "\n".join(lines)
 
 
-def download_job(settings: StackSettings, labels: dict[str, str], hf_token: SecretRef | None) -> dict[str, Any]:
-    cache, namespace = settings.cache, settings.cluster.namespace
-    cache_names = names(settings)
+def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
+    cache = spec.cache
     env: list[dict[str, Any]] = [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if hf_token is not None:
         env.append(hf_token.env("HF_TOKEN"))
-    pod_labels = {**labels, "app.kubernetes.io/component": "model-download"}
+    pod_labels = {**spec.labels, "app.kubernetes.io/component": "model-download"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": cache_names.download, "namespace": namespace, "labels": pod_labels},
+        "metadata": {"name": spec.names.download, "namespace": spec.namespace, "labels": pod_labels},
         "spec": {
             "backoffLimit": cache.download_retries,
             "activeDeadlineSeconds": cache.download_deadline_minutes * 60,
@@ -156,24 +119,21 @@ def download_job(settings: StackSettings, labels: dict[str, str], hf_token: Secr
                     "restartPolicy": "Never",
                     # A CPU node in the cache's zone; the image must match its architecture.
                     "nodeSelector": {
-                        "cloud.google.com/machine-family": cache.download_machine_family,
+                        gke.MACHINE_FAMILY_LABEL: cache.download_machine_family,
                         "kubernetes.io/arch": _ARCH[cache.download_machine_family],
-                        "topology.kubernetes.io/zone": settings.zone,
+                        gke.ZONE_LABEL: spec.zone,
                     },
                     "containers": [
                         {
                             "name": "download",
                             "image": cache.download_image,
-                            "command": ["bash", "-c", download_script(settings)],
+                            "command": ["bash", "-c", download_script(spec)],
                             "env": env,
-                            "resources": {
-                                "requests": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "10Gi"},
-                                "limits": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "10Gi"},
-                            },
+                            "resources": guaranteed({"cpu": "4", "memory": "16Gi", "ephemeral-storage": "10Gi"}),
                             "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
                         }
                     ],
-                    "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": cache_names.writer}}],
+                    "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": spec.names.writer}}],
                 },
             },
         },
@@ -190,74 +150,64 @@ def snapshot_class(labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def snapshot(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    cache_names = names(settings)
+def snapshot(spec: CacheSpec) -> dict[str, Any]:
     return {
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
-        "metadata": {"name": cache_names.snapshot, "namespace": settings.cluster.namespace, "labels": labels},
-        "spec": {"volumeSnapshotClassName": SNAPSHOT_CLASS, "source": {"persistentVolumeClaimName": cache_names.writer}},
+        "metadata": {"name": spec.names.snapshot, "namespace": spec.namespace, "labels": spec.labels},
+        "spec": {"volumeSnapshotClassName": SNAPSHOT_CLASS, "source": {"persistentVolumeClaimName": spec.names.writer}},
     }
 
 
-def writer_claim(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    return _claim(names(settings).writer, settings.cluster.namespace, labels, settings.cache, "ReadWriteOnce", None)
+def writer_claim(spec: CacheSpec) -> dict[str, Any]:
+    return _claim(spec.names.writer, spec.namespace, spec.labels, spec.cache, "ReadWriteOnce", None)
 
 
-def reader_claim(settings: StackSettings, labels: dict[str, str]) -> dict[str, Any]:
-    cache_names = names(settings)
-    return _claim(cache_names.reader, settings.cluster.namespace, labels, settings.cache, "ReadOnlyMany", cache_names.snapshot)
+def reader_claim(spec: CacheSpec) -> dict[str, Any]:
+    return _claim(spec.names.reader, spec.namespace, spec.labels, spec.cache, "ReadOnlyMany", spec.names.snapshot)
 
 
 class ModelCache(pulumi.ComponentResource):
-    """Registers the cache in order; ``claim_name`` is the read-only volume replicas mount."""
+    """Registers the cache in order; replicas mount ``spec.mount``.
+
+    ``secrets`` are the Secrets the download Job must not precede.
+    """
 
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        spec: CacheSpec,
         *,
-        labels: dict[str, str],
-        credentials: Credentials,
+        hf_token: SecretRef | None,
+        secrets: Sequence[pulumi.Resource],
         kubernetes: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:storage:ModelCache", name, None, opts)
         base = child_options(self, opts, kubernetes)
-        cache_names = names(settings)
         classes = [
-            Manifest("storage-class", storage_class(settings, labels), base),
-            Manifest("snapshot-class", snapshot_class(labels), base),
+            Manifest("storage-class", storage_class(spec), base),
+            Manifest("snapshot-class", snapshot_class(spec.labels), base),
         ]
         # The provider awaits a WaitForFirstConsumer claim only once it can read its class.
         writer = Manifest(
-            f"writer-{cache_id(settings.model, settings.cache)}",
-            writer_claim(settings, labels),
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=classes)),
+            f"writer-{spec.key}", writer_claim(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=classes))
         )
-        timeout = f"{settings.cache.download_deadline_minutes + 10}m"
         download = Manifest(
-            f"download-{cache_id(settings.model, settings.cache)}",
-            download_job(settings, labels, credentials.hf_token),
+            f"download-{spec.key}",
+            download_job(spec, hf_token),
             pulumi.ResourceOptions.merge(
                 base,
                 pulumi.ResourceOptions(
-                    depends_on=[writer, *classes, *credentials.resources],
-                    custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                    depends_on=[writer, *classes, *secrets], custom_timeouts=awaits_beyond(spec.cache.download_deadline_minutes)
                 ),
             ),
         )
         # The snapshot is taken only after the download Job has succeeded.
         taken = Manifest(
-            f"snapshot-{cache_id(settings.model, settings.cache)}",
-            snapshot(settings, labels),
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[download])),
+            f"snapshot-{spec.key}", snapshot(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[download]))
         )
         self.reader = Manifest(
-            f"reader-{cache_id(settings.model, settings.cache)}",
-            reader_claim(settings, labels),
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken])),
+            f"reader-{spec.key}", reader_claim(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken]))
         )
-        self.claim_name = cache_names.reader
-        self.model_path = model_path(settings.model, settings.cache)
-        self.register_outputs({"claimName": self.claim_name, "modelPath": self.model_path})
+        self.register_outputs({"claimName": spec.mount.claim, "modelPath": spec.mount.model_path})

@@ -6,10 +6,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
+from stacks.plan import POD_RANGE, SERVICE_RANGE
 from stacks.settings import NetworkSettings
-
-POD_RANGE = "pods"
-SERVICE_RANGE = "services"
 
 
 def subnet_args(settings: NetworkSettings, *, project: str, region: str, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:

@@ -14,3 +14,15 @@ def child_options(
     a VPC inside a component that waits for an API would not wait at all.
     """
     return pulumi.ResourceOptions(parent=parent, depends_on=opts.depends_on if opts else None, provider=provider)
+
+
+# How long `pulumi up` waits beyond the time an object is given itself (a
+# Job's deadline, a replica's cold start): a node to provision (5-6 min on
+# Autopilot) and slack, so the object, not the await, decides how it ends.
+AWAIT_MARGIN_MINUTES = 10
+
+
+def awaits_beyond(minutes: int) -> pulumi.CustomTimeouts:
+    """Create and update timeouts ``AWAIT_MARGIN_MINUTES`` beyond ``minutes``."""
+    wait = f"{minutes + AWAIT_MARGIN_MINUTES}m"
+    return pulumi.CustomTimeouts(create=wait, update=wait)

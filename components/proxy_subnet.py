@@ -10,7 +10,6 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components.network import Network
 from components.options import child_options
 from stacks.settings import GatewaySettings
 
@@ -37,7 +36,7 @@ class ProxySubnet(pulumi.ComponentResource):
         name: str,
         settings: GatewaySettings,
         *,
-        network: Network,
+        network: pulumi.Input[str],
         network_name: str,
         project: str,
         region: str,
@@ -48,7 +47,7 @@ class ProxySubnet(pulumi.ComponentResource):
         if settings.existing_proxy_subnet is None:
             self.subnet = gcp.compute.Subnetwork(
                 "proxy-only",
-                proxy_subnet_args(settings, network_name=network_name, project=project, region=region, network=network.vpc.id),
+                proxy_subnet_args(settings, network_name=network_name, project=project, region=region, network=network),
                 opts=child_options(self, opts),
             )
             self.name: pulumi.Output[str] = self.subnet.name

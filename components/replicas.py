@@ -1,7 +1,7 @@
-"""The vLLM replica set: one pod per A4 node, each running data parallel 8.
+"""The vLLM replicas: one pod per A4 node, each running data parallel 8.
 
 Pure builders make the engine command line, the pod template and the
-manifests; ``ReplicaSet`` only registers them.
+manifests; ``Replicas`` only registers them.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.capacity import Scheduling
 from components.credentials import SecretRef
-from components.manifests import Manifest
-from components.options import child_options
-from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile, StackSettings
+from components.manifests import Manifest, guaranteed
+from components.options import AWAIT_MARGIN_MINUTES, child_options
+from stacks.plan import CacheMount, ReplicasSpec, Scheduling
+from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
 
-NAME = "vllm"
 PORT_NAME = "http"
 HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
@@ -27,13 +26,8 @@ SHM_SIZE = "64Gi"
 DOWNLOAD_DIR = "/root/.cache/huggingface"
 
 
-def selector_labels(stack: str) -> dict[str, str]:
-    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
-    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": stack}
-
-
 def engine_args(profile: ServingProfile, model: str, served_name: str) -> list[str]:
-    """The ``vllm serve`` command line. Each default flag is a measured choice (REFERENCE.md section 1)."""
+    """The ``vllm serve`` command line. Each default flag is a measured choice (docs/reference.md)."""
     args = [
         "vllm",
         "serve",
@@ -65,9 +59,9 @@ def engine_args(profile: ServingProfile, model: str, served_name: str) -> list[s
     return args + list(profile.extra_args)
 
 
-def model_source(model: ModelSettings, cache_path: str | None) -> str:
+def model_source(model: ModelSettings, cache: CacheMount | None) -> str:
     """The cache's read-only path, or the Hugging Face id when there is no cache."""
-    return cache_path or model.id
+    return cache.model_path if cache else model.id
 
 
 def _probes(profile: ServingProfile) -> dict[str, Any]:
@@ -85,146 +79,120 @@ def termination_grace_seconds(scheduling: Scheduling) -> int:
     return 25 if scheduling.mode == "spot" else 60
 
 
-def pod_template(
-    settings: StackSettings,
-    scheduling: Scheduling,
-    *,
-    stack: str,
-    labels: dict[str, str],
-    cache_claim: str | None,
-    cache_path: str | None,
-    hf_token: SecretRef | None,
-    api_key: SecretRef | None,
-) -> dict[str, Any]:
+def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: SecretRef | None) -> dict[str, Any]:
     """One replica: 8 B200s on the selected capacity, weights mounted read-only from the cache."""
-    profile = settings.serving
+    profile = spec.profile
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(profile.env.items())]
     if api_key is not None:
         # vLLM reads the key from its environment; it never appears in the command line.
         env.append(api_key.env("VLLM_API_KEY"))
     volumes: list[dict[str, Any]] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
     mounts: list[dict[str, Any]] = [{"name": "shm", "mountPath": "/dev/shm"}]
-    if cache_claim is not None and cache_path is not None:
-        volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": cache_claim, "readOnly": True}})
-        mounts.append({"name": "model-cache", "mountPath": cache_path.rsplit("/", 1)[0], "readOnly": True})
+    if spec.cache is not None:
+        volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": spec.cache.claim, "readOnly": True}})
+        mounts.append({"name": "model-cache", "mountPath": spec.cache.folder, "readOnly": True})
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     else:
         volumes.append({"name": "downloads", "emptyDir": {}})
         mounts.append({"name": "downloads", "mountPath": DOWNLOAD_DIR})
         if hf_token is not None:
             env.append(hf_token.env("HF_TOKEN"))
-    gpus = str(GPUS_PER_NODE)
-    resources = {
-        "requests": {"nvidia.com/gpu": gpus, "cpu": profile.cpu, "memory": profile.memory, "ephemeral-storage": "100Gi"},
-        "limits": {"nvidia.com/gpu": gpus, "cpu": profile.cpu, "memory": profile.memory, "ephemeral-storage": "100Gi"},
-    }
     container = {
-        "name": NAME,
+        "name": spec.name,
         "image": profile.image,
-        "command": engine_args(profile, model_source(settings.model, cache_path), settings.model.public_name),
+        "command": engine_args(profile, model_source(spec.model, spec.cache), spec.model.public_name),
         "ports": [{"name": PORT_NAME, "containerPort": profile.port, "protocol": "TCP"}],
         "env": env,
-        "resources": resources,
+        "resources": guaranteed(
+            {"nvidia.com/gpu": str(GPUS_PER_NODE), "cpu": profile.cpu, "memory": profile.memory, "ephemeral-storage": "100Gi"}
+        ),
         "volumeMounts": mounts,
         **_probes(profile),
     }
-    spec: dict[str, Any] = {
-        "nodeSelector": scheduling.node_selector,
-        "terminationGracePeriodSeconds": termination_grace_seconds(scheduling),
+    pod: dict[str, Any] = {
+        "nodeSelector": spec.scheduling.node_selector,
+        "terminationGracePeriodSeconds": termination_grace_seconds(spec.scheduling),
         "containers": [container],
         "volumes": volumes,
     }
-    if scheduling.tolerations:
-        spec["tolerations"] = scheduling.tolerations
-    return {"metadata": {"labels": {**labels, **selector_labels(stack)}}, "spec": spec}
+    if spec.scheduling.tolerations:
+        pod["tolerations"] = spec.scheduling.tolerations
+    return {"metadata": {"labels": {**spec.labels, **spec.selector}}, "spec": pod}
 
 
 def rollout_seconds(profile: ServingProfile) -> int:
-    """How long a rollout may take: a cold start plus node provisioning (5-6 min on Autopilot)."""
-    return (profile.cold_start_minutes + 10) * 60
+    """How long one replica's rollout may take: a cold start plus a node to provision."""
+    return (profile.cold_start_minutes + AWAIT_MARGIN_MINUTES) * 60
 
 
-def deployment(settings: StackSettings, template: dict[str, Any], *, stack: str, labels: dict[str, str]) -> dict[str, Any]:
+def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": NAME, "namespace": settings.cluster.namespace, "labels": labels},
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
-            "replicas": settings.nodes,
-            "selector": {"matchLabels": selector_labels(stack)},
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": spec.selector},
             # Replace one pod at a time on its own node: no surge, so no extra A4 node.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
-            "progressDeadlineSeconds": rollout_seconds(settings.serving),
+            "progressDeadlineSeconds": rollout_seconds(spec.profile),
             "template": template,
         },
     }
 
 
-def service(settings: StackSettings, *, stack: str, labels: dict[str, str]) -> dict[str, Any]:
+def service(spec: ReplicasSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": NAME, "namespace": settings.cluster.namespace, "labels": labels},
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
             "type": "ClusterIP",
-            "selector": selector_labels(stack),
-            "ports": [{"name": PORT_NAME, "port": settings.serving.port, "targetPort": PORT_NAME, "protocol": "TCP"}],
+            "selector": spec.selector,
+            "ports": [{"name": PORT_NAME, "port": spec.profile.port, "targetPort": PORT_NAME, "protocol": "TCP"}],
         },
     }
 
 
-def pod_monitoring(settings: StackSettings, *, stack: str, labels: dict[str, str]) -> dict[str, Any]:
+def pod_monitoring(spec: ReplicasSpec) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",
-        "metadata": {"name": NAME, "namespace": settings.cluster.namespace, "labels": labels},
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
-            "selector": {"matchLabels": selector_labels(stack)},
+            "selector": {"matchLabels": spec.selector},
             "endpoints": [{"port": PORT_NAME, "path": METRICS_PATH, "interval": "30s"}],
         },
     }
 
 
-class ReplicaSet(pulumi.ComponentResource):
+class Replicas(pulumi.ComponentResource):
     """Registers the Deployment, its ClusterIP Service and its PodMonitoring."""
 
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        spec: ReplicasSpec,
         *,
-        stack: str,
-        labels: dict[str, str],
-        scheduling: Scheduling,
-        cache_claim: str | None,
-        cache_path: str | None,
         hf_token: SecretRef | None,
         api_key: SecretRef | None,
         kubernetes: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        # The type token is part of every child's URN: renaming it would replace the running replicas.
         super().__init__("llm:serving:ReplicaSet", name, None, opts)
         base = child_options(self, opts, kubernetes)
-        template = pod_template(
-            settings,
-            scheduling,
-            stack=stack,
-            labels=labels,
-            cache_claim=cache_claim,
-            cache_path=cache_path,
-            hf_token=hf_token,
-            api_key=api_key,
-        )
+        template = pod_template(spec, hf_token=hf_token, api_key=api_key)
         # A rollout replaces one replica at a time, each with a full cold start.
-        create = f"{rollout_seconds(settings.serving) // 60}m"
-        update = f"{max(settings.nodes, 1) * rollout_seconds(settings.serving) // 60}m"
+        create = f"{rollout_seconds(spec.profile) // 60}m"
+        update = f"{max(spec.replicas, 1) * rollout_seconds(spec.profile) // 60}m"
         self.deployment = Manifest(
-            NAME,
-            deployment(settings, template, stack=stack, labels=labels),
+            spec.name,
+            deployment(spec, template),
             # pulumi-kubernetes waits 10 minutes by default; a cold start takes longer.
             pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=create, update=update))),
         )
-        self.service = Manifest(NAME, service(settings, stack=stack, labels=labels), base)
-        Manifest(NAME, pod_monitoring(settings, stack=stack, labels=labels), base)
-        self.url = f"http://{NAME}.{settings.cluster.namespace}.svc.cluster.local:{settings.serving.port}/v1"
-        self.register_outputs({"url": self.url, "replicas": settings.nodes})
+        self.service = Manifest(spec.name, service(spec), base)
+        Manifest(spec.name, pod_monitoring(spec), base)
+        self.url = spec.url
+        self.register_outputs({"url": self.url, "replicas": spec.replicas})

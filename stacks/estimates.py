@@ -1,4 +1,4 @@
-"""Throughput and cost estimates from the reference measurements (REFERENCE.md section 1).
+"""Throughput and cost estimates from the reference measurements (docs/reference.md).
 
 They hold only for the reference model, serving profile and workload; for
 anything else the estimate says that no reference figure exists.
@@ -9,13 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
-from stacks.settings import ModelSettings, ServingProfile, StackSettings, WorkloadSettings
+from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
 # Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
 MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
 CLUSTER_FEE_PER_HOUR = 0.10
+# List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
+# set capacity.pricePerNodeHour to estimate it.
+LIST_PRICE_PER_NODE_HOUR: dict[str, float] = {"spot": 32.61, "reservation": 88.93}
 HOURS_PER_MONTH = 730
 
 
@@ -55,7 +58,14 @@ def scaling_efficiency(nodes: int) -> tuple[float, bool]:
     return _interpolate(efficiency, nodes)
 
 
-def _is_reference(settings: StackSettings) -> str | None:
+def price_per_node_hour(capacity: CapacitySettings) -> float | None:
+    """The configured price, else the list price of the preferred step."""
+    if capacity.price_per_node_hour is not None:
+        return capacity.price_per_node_hour
+    return LIST_PRICE_PER_NODE_HOUR.get(capacity.steps[0])
+
+
+def unmeasured_reason(settings: StackSettings) -> str | None:
     """Why no reference figure applies, or None when one does."""
     if settings.model.id != ModelSettings().id:
         return f"model {settings.model.id} was not measured"
@@ -67,26 +77,27 @@ def _is_reference(settings: StackSettings) -> str | None:
     return None
 
 
-def cost_per_hour(settings: StackSettings, price_per_node_hour: float | None) -> float | None:
+def cost_per_hour(settings: StackSettings) -> float | None:
     """Nodes at the capacity's price, the cluster fee, and the model cache; None without a price."""
+    price = price_per_node_hour(settings.capacity)
     cache = settings.cache
     cache_per_hour = (
         (cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month) / HOURS_PER_MONTH
         if cache.enabled
         else 0.0
     )
-    if settings.nodes and price_per_node_hour is None:
+    if settings.nodes and price is None:
         return None
-    gpu = settings.nodes * (price_per_node_hour or 0.0)
+    gpu = settings.nodes * (price or 0.0)
     return round(gpu + CLUSTER_FEE_PER_HOUR + cache_per_hour, 2)
 
 
-def estimate(settings: StackSettings, price_per_node_hour: float | None) -> Estimate:
-    cost = cost_per_hour(settings, price_per_node_hour)
+def estimate(settings: StackSettings) -> Estimate:
+    cost = cost_per_hour(settings)
     price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
     if settings.nodes == 0:
         return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
-    unmatched = _is_reference(settings)
+    unmatched = unmeasured_reason(settings)
     if unmatched is not None:
         return Estimate(None, cost, None, f"no reference figure: {unmatched}" + price_note)
     efficiency, extrapolated = scaling_efficiency(settings.nodes)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,12 +10,15 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 from pydantic import ValidationError
 
+from stacks.plan import stack_labels
 from stacks.problems import StackConfigError, describe
 from stacks.settings import StackSettings, known_keys
 
 # Config keys that hold credentials. They never enter the settings model, so
 # they cannot leak into a plan, an output or a rendered file.
-SECRET_KEYS = ("hfToken", "apiKey")
+HF_TOKEN_KEY = "hfToken"
+API_KEY_KEY = "apiKey"
+SECRET_KEYS = (HF_TOKEN_KEY, API_KEY_KEY)
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,7 @@ class Stack:
 
     @property
     def labels(self) -> dict[str, str]:
-        """The labels every labelled resource carries; the stack's own win."""
-        # Stack names may hold '.' or capitals; label values may not.
-        stack = re.sub(r"[^a-z0-9_-]", "-", self.name.lower())[:63]
-        return {"app": "llm-serving", "managed-by": "pulumi", "stack": stack, **self.settings.labels}
+        return stack_labels(self.name, self.settings)
 
 
 def _raw_config(namespace: str) -> dict[str, str]:
@@ -78,5 +77,5 @@ def load() -> Stack:
     namespace = pulumi.get_project()
     settings = parse_settings(_raw_config(namespace), namespace)
     config = pulumi.Config()
-    secrets = StackSecrets(hf_token=config.get_secret("hfToken"), api_key=config.get_secret("apiKey"))
+    secrets = StackSecrets(hf_token=config.get_secret(HF_TOKEN_KEY), api_key=config.get_secret(API_KEY_KEY))
     return Stack(name=pulumi.get_stack(), settings=settings, secrets=secrets)

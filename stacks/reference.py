@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from stacks.loading import API_KEY_KEY, HF_TOKEN_KEY
 from stacks.settings import StackSettings
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -66,8 +67,8 @@ def rows(model: type[BaseModel] = StackSettings, prefix: str = "llm:") -> list[s
 def table() -> str:
     header = ["| key | type | default | what it does |", "| --- | --- | --- | --- |"]
     secrets = [
-        "| `llm:hfToken` | secret | | Hugging Face token for the model download; only gated models need it |",
-        "| `llm:apiKey` | secret | | API key the vLLM server requires from clients; unset means none |",
+        f"| `llm:{HF_TOKEN_KEY}` | secret | | Hugging Face token for the model download; only gated models need it |",
+        f"| `llm:{API_KEY_KEY}` | secret | | API key the vLLM server requires from clients; unset means none |",
     ]
     return "\n".join(header + rows() + secrets)
 

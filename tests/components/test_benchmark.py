@@ -24,6 +24,7 @@ from components.benchmark import (
 from components.credentials import SecretRef
 from render.engine import Render, reveal
 from render.validation import validate, validate_render
+from stacks.plan import BenchmarkSpec, plan_stack
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -45,8 +46,10 @@ REFERENCE_WORKLOAD = {
 }
 
 
-def settings(**changes: Any) -> StackSettings:
-    return StackSettings.model_validate({"project": "example-project", **changes})
+def settings(labels: dict[str, str] | None = None, **changes: Any) -> BenchmarkSpec:
+    """The benchmark's spec of a stack with ``changes``; its node count may be any, zero included."""
+    chosen = StackSettings.model_validate({"project": "example-project", **changes})
+    return BenchmarkSpec("llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes)
 
 
 def flag(command: list[str], name: str) -> str:
@@ -210,12 +213,14 @@ def test_the_script_never_traces_its_commands_and_is_valid_bash() -> None:
 
 
 def test_a_stack_scaled_to_zero_has_no_benchmark_to_run() -> None:
+    chosen = StackSettings.model_validate({"project": "example-project", "nodes": 0, "benchmark": {"enabled": True}})
+    assert plan_stack(chosen, "dev").benchmark is None
     with pytest.raises(ValueError, match="llm:nodes is 0"):
         benchmark_script(settings(nodes=0), SERVICE)
 
 
 def test_the_job_takes_a_dedicated_c4_node_and_is_never_retried() -> None:
-    manifest = job(settings(benchmark={"run": 3}), SERVICE, {"app": "llm"}, None, None)
+    manifest = job(settings(labels={"app": "llm"}, benchmark={"run": 3}), SERVICE, None, None)
     assert manifest["metadata"]["name"] == "benchmark-3"
     spec = manifest["spec"]
     assert spec["backoffLimit"] == 0
@@ -230,7 +235,7 @@ def test_the_job_takes_a_dedicated_c4_node_and_is_never_retried() -> None:
 
 
 def test_the_job_reads_the_server_url_and_credentials_from_its_environment() -> None:
-    manifest = job(settings(), SERVICE, {}, SecretRef("vllm-api-key"), SecretRef("hf-token"))
+    manifest = job(settings(), SERVICE, SecretRef("vllm-api-key"), SecretRef("hf-token"))
     env = container(manifest)["env"]
     assert {"name": "BASE_URL", "value": SERVICE} in env
     assert {"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "value"}}} in env
@@ -238,31 +243,30 @@ def test_the_job_reads_the_server_url_and_credentials_from_its_environment() -> 
     command = container(manifest)["command"]
     assert command[:2] == ["bash", "-c"] and '"${BASE_URL}"' in command[2]
     assert SERVICE not in command[2]
-    names = {e["name"] for e in container(job(settings(), SERVICE, {}, None, None))["env"]}
+    names = {e["name"] for e in container(job(settings(), SERVICE, None, None))["env"]}
     assert not names & {"OPENAI_API_KEY", "HF_TOKEN"}
 
 
 def test_the_compute_class_asks_for_the_configured_machine_and_nothing_else() -> None:
-    spec = compute_class(settings(), {})["spec"]
+    spec = compute_class(settings())["spec"]
     assert spec["priorities"] == [{"machineType": "c4-standard-16"}]
     assert spec["nodePoolAutoCreation"] == {"enabled": True}
     assert spec["whenUnsatisfiable"] == "DoNotScaleUp"
 
 
 def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
-    data = summarizer_config_map(settings(), {})["data"]
+    data = summarizer_config_map(settings())["data"]
     source = (Path(__file__).resolve().parents[2] / "benchmark_job" / "summarize.py").read_text()
     assert data == {"summarize.py": source}
-    mounts = container(job(settings(), SERVICE, {}, None, None))["volumeMounts"]
+    mounts = container(job(settings(), SERVICE, None, None))["volumeMounts"]
     assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts
 
 
 def test_the_manifests_validate_against_kubernetes_and_our_compute_class_schema() -> None:
-    chosen = settings(nodes=12)
-    labels = {"app.kubernetes.io/part-of": "llm-serving"}
-    assert validate(job(chosen, SERVICE, labels, SecretRef("vllm-api-key"), SecretRef("hf-token")), "1.35") == "Kubernetes 1.35"
-    assert validate(summarizer_config_map(chosen, labels), "1.35") == "Kubernetes 1.35"
-    assert validate(compute_class(chosen, labels), "1.35") == "CRD cloud.google.com/v1"
+    chosen = settings(labels={"app.kubernetes.io/part-of": "llm-serving"}, nodes=12)
+    assert validate(job(chosen, SERVICE, SecretRef("vllm-api-key"), SecretRef("hf-token")), "1.35") == "Kubernetes 1.35"
+    assert validate(summarizer_config_map(chosen), "1.35") == "Kubernetes 1.35"
+    assert validate(compute_class(chosen), "1.35") == "CRD cloud.google.com/v1"
 
 
 def _job_env(render: Render) -> dict[str, Any]:

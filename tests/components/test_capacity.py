@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-from components.capacity import COMPUTE_CLASS, compute_class, scheduling
+from components.capacity import compute_class
 from render.validation import validate_render
+from stacks.estimates import price_per_node_hour
+from stacks.plan import FALLBACK_CLASS, plan_stack, scheduling
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -62,13 +64,13 @@ def test_only_spot_pods_carry_the_spot_selector() -> None:
 
 def test_fallback_pods_select_only_the_compute_class() -> None:
     pod = gpu_pod(capacity={"mode": "fallback", "reservation": RESERVATION})
-    assert pod["nodeSelector"] == {"cloud.google.com/compute-class": COMPUTE_CLASS}
+    assert pod["nodeSelector"] == {"cloud.google.com/compute-class": FALLBACK_CLASS}
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
 
 
 def test_fallback_compute_class_lists_the_steps_in_order_and_never_scales_up_on_demand() -> None:
     chosen = settings({"mode": "fallback", "reservation": RESERVATION, "fallback": ["reservation", "spot", "flex-start"]})
-    spec = compute_class(chosen, {})["spec"]
+    spec = compute_class(plan_stack(chosen, "dev").capacity)["spec"]
     priorities = spec["priorities"]
     assert [("reservations" in p, p.get("spot", False), "flexStart" in p) for p in priorities] == [
         (True, False, False),
@@ -87,7 +89,7 @@ def test_fallback_compute_class_lists_the_steps_in_order_and_never_scales_up_on_
 def test_fallback_stack_registers_a_valid_compute_class() -> None:
     render = render_with("dev", capacity={"mode": "fallback", "fallback": ["spot", "flex-start"]})
     compute = render.one("kubernetes:cloud.google.com/v1:ComputeClass")
-    assert compute.inputs["metadata"]["name"] == COMPUTE_CLASS
+    assert compute.inputs["metadata"]["name"] == FALLBACK_CLASS
     validate_render(render)
 
 
@@ -111,7 +113,7 @@ def test_a_future_reservation_is_created_only_when_asked_and_is_protected() -> N
 
 
 def test_prices_default_to_the_reference_list_prices_and_can_be_overridden() -> None:
-    assert scheduling(settings({"mode": "spot"})).price_per_node_hour == 32.61
-    assert scheduling(settings({"mode": "reservation", "reservation": RESERVATION})).price_per_node_hour == 88.93
-    assert scheduling(settings({"mode": "flex-start"})).price_per_node_hour is None
-    assert scheduling(settings({"mode": "flex-start", "pricePerNodeHour": 50})).price_per_node_hour == 50
+    assert price_per_node_hour(settings({"mode": "spot"}).capacity) == 32.61
+    assert price_per_node_hour(settings({"mode": "reservation", "reservation": RESERVATION}).capacity) == 88.93
+    assert price_per_node_hour(settings({"mode": "flex-start"}).capacity) is None
+    assert price_per_node_hour(settings({"mode": "flex-start", "pricePerNodeHour": 50}).capacity) == 50

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
-from components.replicas import selector_labels
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
 from render.validation import validate_render
+from stacks.plan import GatewaySpec, plan_stack, selector_labels
 from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
@@ -24,6 +24,12 @@ GATEWAY_TYPES = (
     "kubernetes:gateway.networking.k8s.io/v1:Gateway",
     "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
 )
+
+
+def gateway_spec(settings: StackSettings) -> GatewaySpec:
+    spec = plan_stack(settings.model_copy(update={"routing": "gateway"}), "any").gateway
+    assert spec is not None
+    return spec
 
 
 def chart_reads(version: str, key: str) -> bool:
@@ -95,7 +101,7 @@ def test_chart_values_run_one_sized_endpoint_picker_with_gke_monitoring() -> Non
 @pytest.mark.parametrize("version", ["v1.4.0", "v1.5.0"])
 def test_every_chart_value_set_is_read_by_the_pinned_chart(version: str) -> None:
     settings = StackSettings.model_validate({"project": "example-project", "routing": "gateway", "gateway": {"chartVersion": version}})
-    unread = [key for key in flatten(endpoint_picker_values(settings, "any")) if not chart_reads(version, key)]
+    unread = [key for key in flatten(endpoint_picker_values(gateway_spec(settings))) if not chart_reads(version, key)]
     assert unread == []
 
 
@@ -155,7 +161,7 @@ def test_crds_are_installed_only_when_the_cluster_does_not(version: str, mode: s
     settings = StackSettings.model_validate(
         {"project": "example-project", "cluster": {"version": version}, "gateway": {"installCrds": mode}}
     )
-    assert installs_crds(settings) is expected
+    assert installs_crds(gateway_spec(settings)) is expected
 
 
 def test_installed_crds_come_before_the_chart_and_match_its_release() -> None:

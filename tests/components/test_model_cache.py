@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.model_cache import cache_id, download_script
+from components.model_cache import download_script
 from render.engine import Registration, Render
+from stacks.plan import CacheSpec, cache_id, plan_stack
 from stacks.settings import CacheSettings, ModelSettings, StackSettings
 from tests.conftest import render_with, rendered
 
@@ -16,6 +17,12 @@ CACHE_TYPES = (
     "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot",
     "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshotClass",
 )
+
+
+def cache_spec(settings: StackSettings) -> CacheSpec:
+    spec = plan_stack(settings, "dev").cache
+    assert spec is not None
+    return spec
 
 
 def cache_resources(render: Render) -> dict[str, Registration]:
@@ -74,9 +81,9 @@ def test_an_x86_download_node_gets_the_x86_architecture() -> None:
 
 def test_download_methods() -> None:
     base: dict[str, Any] = {"project": "example-project"}
-    lfs = download_script(StackSettings.model_validate(base))
+    lfs = download_script(cache_spec(StackSettings.model_validate(base)))
     assert "git-lfs" in lfs and "lfs pull" in lfs and "hf download" not in lfs
-    hub = download_script(StackSettings.model_validate({**base, "cache": {"downloadMethod": "hf"}}))
+    hub = download_script(cache_spec(StackSettings.model_validate({**base, "cache": {"downloadMethod": "hf"}})))
     assert "hf download Qwen/Qwen3.5-27B-FP8 --revision main" in hub and "git" not in hub
     for script in (lfs, hub):
         assert script.startswith("set -euo pipefail")

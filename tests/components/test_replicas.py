@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.replicas import engine_args, selector_labels
+from components.replicas import engine_args
 from render.engine import Render, Secret, render_stack
+from stacks.plan import selector_labels
 from stacks.settings import ServingProfile
 from tests.conftest import render_with, rendered
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from components.gateway import GATEWAY_CLASSES
-from components.model_cache import names
 from policy.rules import (
     ALLOW_PUBLIC_EXPOSURE,
     EXTERNAL_GATEWAY_CLASSES,
@@ -35,6 +34,7 @@ from policy.rules import (
 from render.engine import Render, render_stack, reveal
 from stacks import settings
 from stacks.loading import Stack, StackSecrets
+from stacks.plan import plan_stack
 from tests.conftest import STACKS, render_with, rendered, stack_file_config
 
 
@@ -406,8 +406,9 @@ def test_the_rules_state_the_same_facts_as_the_program() -> None:
     assert (GPU_TYPE, GPUS_PER_NODE) == (settings.GPU_TYPE, settings.GPUS_PER_NODE)
     stack = Stack("dev", settings.StackSettings(project="llm-serving-dev"), StackSecrets(None, None))
     assert set(REQUIRED_LABELS) <= set(stack.labels)
-    cache = names(stack.settings)
-    assert is_cache_reader(cache.reader)
-    assert not is_cache_reader(cache.writer)
+    cache = plan_stack(stack.settings, stack.name).cache
+    assert cache is not None
+    assert is_cache_reader(cache.names.reader)
+    assert not is_cache_reader(cache.names.writer)
     assert GATEWAY_CLASSES["external"] in EXTERNAL_GATEWAY_CLASSES
     assert GATEWAY_CLASSES["internal"] not in EXTERNAL_GATEWAY_CLASSES

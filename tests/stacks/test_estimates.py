@@ -18,7 +18,7 @@ def settings(**values: Any) -> StackSettings:
 
 @pytest.mark.parametrize(("nodes", "measured"), [(1, 95_317), (2, 190_000), (4, 376_074), (8, 740_192), (12, 1_103_941)])
 def test_measured_node_counts_give_the_measured_throughput(nodes: int, measured: int) -> None:
-    assert estimate(settings(nodes=nodes), 32.61).tokens_per_second == measured
+    assert estimate(settings(nodes=nodes)).tokens_per_second == measured
 
 
 def test_prod_estimates_about_1_1m_tokens_per_second_and_its_cost() -> None:
@@ -44,8 +44,8 @@ def test_between_measured_counts_the_efficiency_is_interpolated() -> None:
 
 
 def test_gateway_routing_applies_the_measured_overhead() -> None:
-    clusterip = estimate(settings(nodes=4), 32.61)
-    gateway = estimate(settings(nodes=4, routing="gateway"), 32.61)
+    clusterip = estimate(settings(nodes=4))
+    gateway = estimate(settings(nodes=4, routing="gateway"))
     assert gateway.tokens_per_second == round(376_074 * (1 - 0.35))
     assert clusterip.tokens_per_second is not None and gateway.tokens_per_second < clusterip.tokens_per_second
     assert "Inference Gateway" in gateway.basis
@@ -61,14 +61,14 @@ def test_gateway_routing_applies_the_measured_overhead() -> None:
     ids=["profile", "workload", "model"],
 )
 def test_no_reference_figure_outside_the_reference(changes: dict[str, Any]) -> None:
-    result = estimate(settings(**changes), 32.61)
+    result = estimate(settings(**changes))
     assert result.tokens_per_second is None and result.dollars_per_million_tokens is None
     assert result.basis.startswith("no reference figure")
     assert result.cost_per_hour is not None
 
 
 def test_an_unknown_price_says_how_to_set_one() -> None:
-    result = estimate(settings(capacity={"mode": "flex-start"}), None)
+    result = estimate(settings(capacity={"mode": "flex-start"}))
     assert result.cost_per_hour is None
     assert "capacity.pricePerNodeHour" in result.basis
 

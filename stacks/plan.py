@@ -1,0 +1,242 @@
+"""The stack's plan: its settings turned into one narrow spec per component.
+
+Everything two components must agree on is decided here, once: the labels
+that pick the replica pods, where GPU pods land, which claim and folder hold
+the weights, and whether the stack is scaled to zero. Components receive only
+their own spec, so their signatures say what they may touch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from stacks import gke
+from stacks.settings import (
+    GPU_TYPE,
+    BenchmarkSettings,
+    CacheSettings,
+    CapacitySettings,
+    GatewaySettings,
+    ModelSettings,
+    ServingProfile,
+    StackSettings,
+    WorkloadSettings,
+)
+
+REPLICAS = "vllm"
+# The ComputeClass of fallback mode.
+FALLBACK_CLASS = "a4-fallback"
+CACHE_FOLDER = "/models"
+# Secondary ranges of the node subnet, named by the network and used by the cluster.
+POD_RANGE = "pods"
+SERVICE_RANGE = "services"
+
+
+def stack_labels(stack: str, settings: StackSettings) -> dict[str, str]:
+    """The labels every labelled resource carries; the stack's own win."""
+    # Stack names may hold '.' or capitals; label values may not.
+    value = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
+    return {"app": "llm-serving", "managed-by": "pulumi", "stack": value, **settings.labels}
+
+
+def selector_labels(stack: str) -> dict[str, str]:
+    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
+    return {"app.kubernetes.io/name": REPLICAS, "app.kubernetes.io/instance": stack}
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """What a GPU pod carries to land on the selected A4 capacity."""
+
+    mode: str
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+
+
+def _reservation_selector(capacity: CapacitySettings) -> dict[str, str]:
+    reservation = capacity.reservation
+    if reservation is None:
+        raise ValueError("capacity.reservation is required for reservation mode")
+    # Autopilot consumes only specific reservations.
+    selector = {gke.RESERVATION_NAME_LABEL: reservation.name, gke.RESERVATION_AFFINITY_LABEL: "specific"}
+    if reservation.project:
+        selector[gke.RESERVATION_PROJECT_LABEL] = reservation.project
+    return selector
+
+
+def scheduling(settings: StackSettings) -> Scheduling:
+    """The node selectors and tolerations of a GPU pod for the stack's capacity mode."""
+    capacity = settings.capacity
+    if capacity.mode == "fallback":
+        # The ComputeClass names the machine, GPUs and zone for every step;
+        # extra hard selectors would fight its fallback.
+        return Scheduling(capacity.mode, {gke.COMPUTE_CLASS_LABEL: FALLBACK_CLASS})
+    selector = {gke.ACCELERATOR_LABEL: GPU_TYPE, gke.GPU_DRIVER_LABEL: "latest", gke.ZONE_LABEL: settings.zone}
+    tolerations: list[dict[str, str]] = []
+    if capacity.mode == "spot":
+        selector[gke.SPOT_LABEL] = "true"
+        tolerations.append({"key": gke.SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    elif capacity.mode == "flex-start":
+        selector[gke.FLEX_START_LABEL] = "true"
+        selector[gke.MAX_RUN_DURATION_LABEL] = str(capacity.flex_start.max_run_hours * 3600)
+    elif capacity.mode == "reservation":
+        selector.update(_reservation_selector(capacity))
+    return Scheduling(capacity.mode, selector, tolerations)
+
+
+def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
+    """A Kubernetes name for one cache: the model revision on a disk of one size and throughput.
+
+    Changing any of them makes a new cache (a disk can neither shrink nor change
+    class in place); nothing else does.
+    """
+    # Short enough that "model-cache-<id>-writer" stays within 63 characters.
+    readable = re.sub(r"[^a-z0-9]+", "-", model.id.split("/")[-1].lower())[:32].strip("-")
+    key = f"{model.id}@{model.revision}/{cache.size_gi}Gi/{cache.throughput_mibps}Mi"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+@dataclass(frozen=True)
+class CacheNames:
+    """Names of the per-model objects; all derive from the cache's id."""
+
+    writer: str
+    download: str
+    snapshot: str
+    reader: str
+
+
+def cache_names(key: str) -> CacheNames:
+    return CacheNames(
+        writer=f"model-cache-{key}-writer", download=f"model-download-{key}", snapshot=f"model-cache-{key}", reader=f"model-cache-{key}"
+    )
+
+
+@dataclass(frozen=True)
+class CacheMount:
+    """How a replica reads the weights: one claim, mounted read-only at ``folder``."""
+
+    claim: str
+    folder: str
+    model_path: str
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    key: str
+    names: CacheNames
+    namespace: str
+    zone: str
+    labels: dict[str, str]
+    model: ModelSettings
+    cache: CacheSettings
+
+    @property
+    def mount(self) -> CacheMount:
+        return CacheMount(self.names.reader, CACHE_FOLDER, f"{CACHE_FOLDER}/{self.key}")
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    project: str
+    zone: str
+    labels: dict[str, str]
+    capacity: CapacitySettings
+    scheduling: Scheduling
+
+
+@dataclass(frozen=True)
+class ReplicasSpec:
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+    replicas: int
+    profile: ServingProfile
+    model: ModelSettings
+    scheduling: Scheduling
+    cache: CacheMount | None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.name}.{self.namespace}.svc.cluster.local:{self.profile.port}/v1"
+
+
+@dataclass(frozen=True)
+class GatewaySpec:
+    namespace: str
+    labels: dict[str, str]
+    gateway: GatewaySettings
+    pool_selector: dict[str, str]
+    port: int
+    cluster_minor: int
+    # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
+    serving: bool
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    namespace: str
+    labels: dict[str, str]
+    benchmark: BenchmarkSettings
+    workload: WorkloadSettings
+    model: ModelSettings
+    nodes: int
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    labels: dict[str, str]
+    scaled_to_zero: bool
+    capacity: CapacitySpec
+    replicas: ReplicasSpec
+    cache: CacheSpec | None
+    gateway: GatewaySpec | None
+    benchmark: BenchmarkSpec | None
+
+
+def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
+    """The specs of every component the stack registers; None for those it does not."""
+    labels = stack_labels(stack, settings)
+    namespace = settings.cluster.namespace
+    scaled_to_zero = settings.nodes == 0
+    placement = scheduling(settings)
+    cache: CacheSpec | None = None
+    if settings.cache.enabled:
+        key = cache_id(settings.model, settings.cache)
+        cache = CacheSpec(key, cache_names(key), namespace, settings.zone, labels, settings.model, settings.cache)
+    replicas = ReplicasSpec(
+        name=REPLICAS,
+        namespace=namespace,
+        labels=labels,
+        selector=selector_labels(stack),
+        replicas=settings.nodes,
+        profile=settings.serving,
+        model=settings.model,
+        scheduling=placement,
+        cache=cache.mount if cache else None,
+    )
+    gateway = (
+        GatewaySpec(
+            namespace, labels, settings.gateway, replicas.selector, settings.serving.port, settings.cluster.minor, not scaled_to_zero
+        )
+        if settings.routing == "gateway"
+        else None
+    )
+    benchmark = (
+        BenchmarkSpec(namespace, labels, settings.benchmark, settings.workload, settings.model, settings.nodes)
+        if settings.benchmark.enabled and not scaled_to_zero
+        else None
+    )
+    return StackPlan(
+        labels=labels,
+        scaled_to_zero=scaled_to_zero,
+        capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
+        replicas=replicas,
+        cache=cache,
+        gateway=gateway,
+        benchmark=benchmark,
+    )
