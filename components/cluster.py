@@ -28,7 +28,7 @@ def cluster_args(
         # pin their zone through the capacity's node selector.
         location=region,
         # Autopilot adds an A4 node only while a pod asks for 8 B200s, so an
-        # idle stack pays no GPU bill (REFERENCE.md section 1).
+        # idle stack pays no GPU bill (docs/reference.md).
         enable_autopilot=True,
         network=network,
         subnetwork=subnetwork,

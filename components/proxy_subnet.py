@@ -1,7 +1,7 @@
 """The proxy-only subnet regional Envoy-based load balancers (the Inference Gateway) need.
 
 Without it the Gateway stays ``PROGRAMMED: False`` and says nothing
-(REFERENCE.md section 2). A VPC allows one ACTIVE proxy-only subnet per
+(docs/reference.md). A VPC allows one ACTIVE proxy-only subnet per
 region, so a stack can name an existing one instead of creating it.
 """
 

@@ -1,6 +1,6 @@
 """The stack configuration: every knob of the program, typed.
 
-Defaults reproduce the measured reference deployment (REFERENCE.md section 1):
+Defaults reproduce the measured reference deployment (docs/reference.md):
 Qwen 3.5 27B FP8 on A4 nodes, one vLLM pod per node running data parallel 8.
 Keys are camelCase, exactly as written in ``Pulumi.<stack>.yaml``.
 """
@@ -24,7 +24,7 @@ GPUS_PER_NODE = 8
 
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
-# Flex-start (DWS) runs a node for at most 7 days (REFERENCE.md section 3).
+# Flex-start (DWS) runs a node for at most 7 days (docs/reference.md).
 FLEX_START_MAX_HOURS = 7 * 24
 # The benchmark clients take 14 CPUs of a dedicated node.
 BENCHMARK_MIN_CPUS = 16
@@ -314,7 +314,7 @@ class WorkloadSettings(Section):
 
 
 class ServingProfile(Section):
-    """vLLM engine settings. Defaults are the reference's tuned flags (REFERENCE.md section 1)."""
+    """vLLM engine settings. Defaults are the reference's tuned flags (docs/reference.md)."""
 
     image: str = "vllm/vllm-openai:v0.18.1"
     """vLLM image, pinned by tag or digest. v0.18.1 fixes v0.18.0's FP8 KV-cache accuracy bug."""
@@ -374,7 +374,8 @@ class ServingProfile(Section):
             raise ConfigProblem(
                 (),
                 value,
-                f"must equal the GPUs of one A4 node ({GPUS_PER_NODE}): one engine per GPU; tensor parallel 8 was 4x slower (REFERENCE.md)",
+                f"must equal the GPUs of one A4 node ({GPUS_PER_NODE}): one engine per GPU; "
+                "tensor parallel 8 was 4x slower (docs/reference.md)",
             )
         return value
 

@@ -29,7 +29,7 @@ from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 SERVICE = "http://vllm.llm-serving.svc.cluster.local:8000"
-# The reference method (REFERENCE.md section 1): random prompts, ISL 1024, OSL 512, range ratio 0.5.
+# The reference method (docs/reference.md): random prompts, ISL 1024, OSL 512, range ratio 0.5.
 REFERENCE_WORKLOAD = {
     "--dataset-name=random",
     "--random-input-len=1024",

@@ -10,7 +10,7 @@ from stacks.plan import selector_labels
 from stacks.settings import ServingProfile
 from tests.conftest import render_with, rendered
 
-# The tuned flags of the reference deployment, flag for flag (REFERENCE.md section 1).
+# The tuned flags of the reference deployment, flag for flag (docs/reference.md).
 REFERENCE_FLAGS = [
     "--data-parallel-size=8",
     "--max-model-len=2560",

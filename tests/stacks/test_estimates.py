@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from render.engine import reveal
-from stacks.estimates import estimate, scaling_efficiency
+from render.engine import PROJECT_ROOT, reveal
+from stacks.estimates import MEASURED_TOKENS_PER_SECOND, estimate, scaling_efficiency
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -76,3 +77,9 @@ def test_an_unknown_price_says_how_to_set_one() -> None:
 def test_changing_the_image_keeps_the_reference_figure() -> None:
     render = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"})
     assert reveal(render.outputs)["estimates"]["tokensPerSecond"] == 95_317
+
+
+def test_the_measured_figures_are_the_ones_docs_reference_cites() -> None:
+    text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
+    rows = re.findall(r"^\s*\| (\d+) \| ([\d,]+) \| [\d,]+ \|$", text, re.MULTILINE)
+    assert {int(nodes): float(total.replace(",", "")) for nodes, total in rows} == MEASURED_TOKENS_PER_SECOND
