@@ -23,7 +23,7 @@ CALENDAR = {
 }
 
 
-def annotations(render: Render, type_: str, prefix: str = "") -> dict[str, str]:
+def pulumi_annotations(render: Render, type_: str, prefix: str = "") -> dict[str, str]:
     found = [r for r in render.by_type(type_) if r.name.startswith(prefix)]
     assert len(found) == 1, [r.name for r in found]
     return dict(found[0].inputs["metadata"].get("annotations") or {})
@@ -51,19 +51,19 @@ def test_the_route_leaves_timeouts_to_the_backend_policy_since_gke_refuses_them(
 
 @pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_the_snapshot_is_awaited_until_it_is_ready_to_use() -> None:
-    found = annotations(rendered("dev"), "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
+    found = pulumi_annotations(rendered("dev"), "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
     assert found["pulumi.com/waitFor"] == "jsonpath={.status.readyToUse}=true"
 
 
 @pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_failed_download_is_replaced_by_the_next_up_instead_of_blocking_it() -> None:
-    assert annotations(rendered("dev"), JOB)["pulumi.com/replaceUnready"] == "true"
+    assert pulumi_annotations(rendered("dev"), JOB)["pulumi.com/replaceUnready"] == "true"
 
 
 @pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_failed_benchmark_never_blocks_a_later_up() -> None:
     render = render_with("dev", benchmark={"enabled": True})
-    assert annotations(render, JOB, "benchmark")["pulumi.com/skipAwait"] == "true"
+    assert pulumi_annotations(render, JOB, "benchmark")["pulumi.com/skipAwait"] == "true"
 
 
 @pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
