@@ -17,7 +17,7 @@ from tests.conftest import render_with, rendered
 JOB = "kubernetes:batch/v1:Job"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RESERVATION = "gcp:compute/futureReservation:FutureReservation"
-CALENDAR = {
+CALENDAR: dict[str, Any] = {
     "name": "a4-llm-serving",
     "create": {"name": "a4-llm-serving", "startTime": "2027-01-04T00:00:00Z", "endTime": "2027-02-01T00:00:00Z", "nodes": 12},
 }
