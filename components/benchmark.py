@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 from benchmark_job import summarize
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
-from components.options import awaits_beyond, child_options
+from components.options import child_options
 from stacks import gke
 from stacks.plan import BenchmarkSpec
 
@@ -229,7 +229,7 @@ def job_name(spec: BenchmarkSpec) -> str:
 def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | None, hf_token: SecretRef | None) -> dict[str, Any]:
     """The benchmark Job; ``base_url`` (the server's root) reaches the script as ``$BASE_URL``."""
     bench = spec.benchmark
-    pod_labels = {**spec.labels, "app.kubernetes.io/component": NAME}
+    component = {"app.kubernetes.io/component": NAME}
     env: list[dict[str, Any]] = [
         {"name": URL_VARIABLE, "value": base_url},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
@@ -243,13 +243,20 @@ def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | N
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(spec), "namespace": spec.namespace, "labels": pod_labels},
+        "metadata": {
+            "name": job_name(spec),
+            "namespace": spec.namespace,
+            "labels": {**spec.labels, **component},
+            # `pulumi up` does not wait for the run: a failed run (it is never retried) would
+            # otherwise be awaited again by every later update. Its log holds the result.
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
         "spec": {
             # A retry would mix two runs in one log; run again by raising llm:benchmark.run.
             "backoffLimit": 0,
             "activeDeadlineSeconds": DEADLINE_MINUTES * 60,
             "template": {
-                "metadata": {"labels": pod_labels},
+                "metadata": {"labels": component},
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": {gke.COMPUTE_CLASS_LABEL: COMPUTE_CLASS},
@@ -304,8 +311,6 @@ class Benchmark(pulumi.ComponentResource):
                 base,
                 pulumi.ResourceOptions(
                     depends_on=[node_class, summary],
-                    # pulumi-kubernetes waits 10 minutes for a Job by default.
-                    custom_timeouts=awaits_beyond(DEADLINE_MINUTES),
                     # A finished run is a record: a later change of nodes, labels or the
                     # gateway address must not replace and so re-run it. A new run number
                     # is a new Job with the new settings.

@@ -78,7 +78,27 @@ def future_reservation_args(spec: CapacitySpec) -> gcp.compute.FutureReservation
             instance_properties=gcp.compute.FutureReservationSpecificSkuPropertiesInstancePropertiesArgs(machine_type=A4_MACHINE_TYPE),
         ),
         planning_status="SUBMITTED",
+        # Required by the API: the reservations it creates end with it.
+        auto_delete_auto_created_reservations=True,
+        # GPU VMs in calendar mode are placed densely.
+        deployment_type="DENSE",
     )
+
+
+# Every input of the request: once submitted it cannot be modified, so no update may try.
+RESERVATION_INPUTS = (
+    "name",
+    "project",
+    "zone",
+    "reservationName",
+    "reservationMode",
+    "specificReservationRequired",
+    "timeWindow",
+    "specificSkuProperties",
+    "planningStatus",
+    "autoDeleteAutoCreatedReservations",
+    "deploymentType",
+)
 
 
 class Capacity(pulumi.ComponentResource):
@@ -89,9 +109,14 @@ class Capacity(pulumi.ComponentResource):
         child = child_options(self, opts)
         reservation = future_reservation_args(spec)
         if reservation is not None:
-            # A calendar reservation is a commitment: a stack change must never delete it.
+            # A submitted calendar reservation cannot be cancelled, deleted or modified:
+            # `pulumi destroy` leaves it in place and no update touches it.
             gcp.compute.FutureReservation(
-                "reservation", reservation, opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True))
+                "reservation",
+                reservation,
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(retain_on_delete=True, ignore_changes=list(RESERVATION_INPUTS))
+                ),
             )
         if spec.capacity.mode == "fallback":
             Manifest("compute-class", compute_class(spec), child_options(self, opts, kubernetes))

@@ -81,7 +81,6 @@ def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:
 
 
 def route_manifest(spec: GatewaySpec) -> dict[str, Any]:
-    timeout = f"{spec.gateway.backend_timeout_seconds}s"
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
@@ -91,9 +90,9 @@ def route_manifest(spec: GatewaySpec) -> dict[str, Any]:
             "rules": [
                 {
                     "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                    # No `timeouts`: GKE's Gateway controller does not accept them (the route
+                    # would not be Accepted); the GCPBackendPolicy carries the backend timeout.
                     "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": POOL}],
-                    # Long generations: the whole request and the backend both get the budget.
-                    "timeouts": {"request": timeout, "backendRequest": timeout},
                 }
             ],
         },

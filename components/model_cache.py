@@ -23,6 +23,7 @@ from stacks.settings import CacheSettings
 
 CSI_DRIVER = "pd.csi.storage.gke.io"
 SNAPSHOT_CLASS = "model-cache"
+SNAPSHOT_TIMEOUT = "30m"
 # Pinned downloader tools; installed into the multi-arch download image.
 HUGGINGFACE_HUB = "huggingface_hub==2.4.0"
 _ARCH = {"c4a": "arm64", "c3": "amd64"}
@@ -105,16 +106,24 @@ def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
     env: list[dict[str, Any]] = [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if hf_token is not None:
         env.append(hf_token.env("HF_TOKEN"))
-    pod_labels = {**spec.labels, "app.kubernetes.io/component": "model-download"}
+    component = {"app.kubernetes.io/component": "model-download"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": spec.names.download, "namespace": spec.namespace, "labels": pod_labels},
+        "metadata": {
+            "name": spec.names.download,
+            "namespace": spec.namespace,
+            "labels": {**spec.labels, **component},
+            # A Job past its deadline or retries stays failed, and the provider would await it
+            # again on every later update; the next `pulumi up` replaces it and downloads afresh.
+            "annotations": {"pulumi.com/replaceUnready": "true"},
+        },
         "spec": {
             "backoffLimit": cache.download_retries,
             "activeDeadlineSeconds": cache.download_deadline_minutes * 60,
             "template": {
-                "metadata": {"labels": pod_labels},
+                # A Job's template cannot change in place: routine labels stay off it.
+                "metadata": {"labels": component},
                 "spec": {
                     "restartPolicy": "Never",
                     # A CPU node in the cache's zone; the image must match its architecture.
@@ -154,7 +163,13 @@ def snapshot(spec: CacheSpec) -> dict[str, Any]:
     return {
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
-        "metadata": {"name": spec.names.snapshot, "namespace": spec.namespace, "labels": spec.labels},
+        "metadata": {
+            "name": spec.names.snapshot,
+            "namespace": spec.namespace,
+            "labels": spec.labels,
+            # The provider has no awaiter for snapshots and they have no Ready condition.
+            "annotations": {"pulumi.com/waitFor": "jsonpath={.status.readyToUse}=true"},
+        },
         "spec": {"volumeSnapshotClassName": SNAPSHOT_CLASS, "source": {"persistentVolumeClaimName": spec.names.writer}},
     }
 
@@ -205,7 +220,13 @@ class ModelCache(pulumi.ComponentResource):
         )
         # The snapshot is taken only after the download Job has succeeded.
         taken = Manifest(
-            f"snapshot-{spec.key}", snapshot(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[download]))
+            f"snapshot-{spec.key}",
+            snapshot(spec),
+            pulumi.ResourceOptions.merge(
+                base,
+                # Snapshotting a large disk can outlast the provider's 10-minute default.
+                pulumi.ResourceOptions(depends_on=[download], custom_timeouts=pulumi.CustomTimeouts(create=SNAPSHOT_TIMEOUT)),
+            ),
         )
         self.reader = Manifest(
             f"reader-{spec.key}", reader_claim(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken]))

@@ -7,6 +7,7 @@ manifests; ``Replicas`` only registers them.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pulumi
@@ -22,6 +23,9 @@ PORT_NAME = "http"
 HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
 SHM_SIZE = "64Gi"
+# Spot gives a pod at most this much grace on Autopilot (docs/reference.md).
+SPOT_GRACE_SECONDS = 25
+GRACE_SECONDS = 60
 # Without a cache the weights land here (Hugging Face's default cache).
 DOWNLOAD_DIR = "/root/.cache/huggingface"
 
@@ -75,8 +79,8 @@ def _probes(profile: ServingProfile) -> dict[str, Any]:
 
 
 def termination_grace_seconds(scheduling: Scheduling) -> int:
-    # GKE gives Spot nodes ~30 s notice; Autopilot lets Spot pods use up to 25 s.
-    return 25 if scheduling.mode == "spot" else 60
+    # A longer ask would be cut short on Spot anyway; ask only for what the pod gets.
+    return SPOT_GRACE_SECONDS if scheduling.may_run_on_spot else GRACE_SECONDS
 
 
 def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: SecretRef | None) -> dict[str, Any]:
@@ -117,12 +121,18 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     }
     if spec.scheduling.tolerations:
         pod["tolerations"] = spec.scheduling.tolerations
-    return {"metadata": {"labels": {**spec.labels, **spec.selector}}, "spec": pod}
+    # Only the selector labels: any other change to the template restarts every GPU replica.
+    return {"metadata": {"labels": dict(spec.selector)}, "spec": pod}
 
 
 def rollout_seconds(profile: ServingProfile) -> int:
     """How long one replica's rollout may take: a cold start plus a node to provision."""
     return (profile.cold_start_minutes + AWAIT_MARGIN_MINUTES) * 60
+
+
+def rollout_rounds(spec: ReplicasSpec) -> int:
+    """Rounds of a full rollout: replicas are replaced ``rollout_parallelism`` at a time."""
+    return math.ceil(max(spec.replicas, 1) / spec.rollout_parallelism)
 
 
 def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +144,7 @@ def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
             "replicas": spec.replicas,
             "selector": {"matchLabels": spec.selector},
             # Replace one pod at a time on its own node: no surge, so no extra A4 node.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": spec.rollout_parallelism}},
             "progressDeadlineSeconds": rollout_seconds(spec.profile),
             "template": template,
         },
@@ -158,7 +168,8 @@ def pod_monitoring(spec: ReplicasSpec) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",
-        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
+        # Not the bare name: the endpoint picker's chart names its own PodMonitoring after its release.
+        "metadata": {"name": f"{spec.name}-replicas", "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
             "selector": {"matchLabels": spec.selector},
             "endpoints": [{"port": PORT_NAME, "path": METRICS_PATH, "interval": "30s"}],
@@ -183,9 +194,9 @@ class Replicas(pulumi.ComponentResource):
         super().__init__("llm:serving:ReplicaSet", name, None, opts)
         base = child_options(self, opts, kubernetes)
         template = pod_template(spec, hf_token=hf_token, api_key=api_key)
-        # A rollout replaces one replica at a time, each with a full cold start.
+        # Each round of a rollout is a full cold start.
         create = f"{rollout_seconds(spec.profile) // 60}m"
-        update = f"{max(spec.replicas, 1) * rollout_seconds(spec.profile) // 60}m"
+        update = f"{rollout_rounds(spec) * rollout_seconds(spec.profile) // 60}m"
         self.deployment = Manifest(
             spec.name,
             deployment(spec, template),

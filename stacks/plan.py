@@ -53,6 +53,8 @@ class Scheduling:
     mode: str
     node_selector: dict[str, str]
     tolerations: list[dict[str, str]] = field(default_factory=list)
+    # Spot caps a pod's termination grace, including a pod a ComputeClass places on Spot.
+    may_run_on_spot: bool = False
 
 
 def _reservation_selector(capacity: CapacitySettings) -> dict[str, str]:
@@ -72,7 +74,7 @@ def scheduling(settings: StackSettings) -> Scheduling:
     if capacity.mode == "fallback":
         # The ComputeClass names the machine, GPUs and zone for every step;
         # extra hard selectors would fight its fallback.
-        return Scheduling(capacity.mode, {gke.COMPUTE_CLASS_LABEL: FALLBACK_CLASS})
+        return Scheduling(capacity.mode, {gke.COMPUTE_CLASS_LABEL: FALLBACK_CLASS}, may_run_on_spot="spot" in capacity.steps)
     selector = {gke.ACCELERATOR_LABEL: GPU_TYPE, gke.GPU_DRIVER_LABEL: "latest", gke.ZONE_LABEL: settings.zone}
     tolerations: list[dict[str, str]] = []
     if capacity.mode == "spot":
@@ -83,7 +85,7 @@ def scheduling(settings: StackSettings) -> Scheduling:
         selector[gke.MAX_RUN_DURATION_LABEL] = str(capacity.flex_start.max_run_hours * 3600)
     elif capacity.mode == "reservation":
         selector.update(_reservation_selector(capacity))
-    return Scheduling(capacity.mode, selector, tolerations)
+    return Scheduling(capacity.mode, selector, tolerations, may_run_on_spot=capacity.mode == "spot")
 
 
 def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
@@ -155,6 +157,7 @@ class ReplicasSpec:
     labels: dict[str, str]
     selector: dict[str, str]
     replicas: int
+    rollout_parallelism: int
     profile: ServingProfile
     model: ModelSettings
     scheduling: Scheduling
@@ -214,6 +217,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
+        rollout_parallelism=settings.rollout.parallelism,
         profile=settings.serving,
         model=settings.model,
         scheduling=placement,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -24,6 +25,13 @@ GPUS_PER_NODE = 8
 
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
+# Calendar-mode future reservations: 1 to 90 days, 1 to 80 VMs per request (docs/reference.md).
+CALENDAR_MIN_DAYS = 1
+CALENDAR_MAX_DAYS = 90
+CALENDAR_MAX_VMS = 80
+# A rollout replaces this many replicas at once by default: a 12-node rollout
+# then takes 3 cold starts, which fits the deploy job's time limit.
+ROLLOUT_PARALLELISM = 4
 # Flex-start (DWS) runs a node for at most 7 days (docs/reference.md).
 FLEX_START_MAX_HOURS = 7 * 24
 # The benchmark clients take 14 CPUs of a dedicated node.
@@ -162,8 +170,8 @@ class FutureReservationSettings(Section):
     """Start, RFC 3339 UTC (e.g. 2026-12-01T00:00:00Z)."""
     end_time: str
     """End, RFC 3339 UTC; after startTime."""
-    nodes: int = Field(ge=1, le=1000)
-    """A4 nodes reserved; independent of `llm:nodes`, so scaling never touches the commitment."""
+    nodes: int = Field(ge=1, le=CALENDAR_MAX_VMS)
+    """A4 nodes reserved (1 to 80 per request); independent of `llm:nodes`, so scaling never touches the commitment."""
 
     @field_validator("name")
     @classmethod
@@ -181,6 +189,14 @@ class FutureReservationSettings(Section):
     def _ordered(self) -> FutureReservationSettings:
         if self.end_time <= self.start_time:
             raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (self.start_time, self.end_time))
+        days = (end - start).total_seconds() / 86400
+        if not CALENDAR_MIN_DAYS <= days <= CALENDAR_MAX_DAYS:
+            raise ConfigProblem(
+                ("endTime",),
+                self.end_time,
+                f"is {days:g} days after startTime; a calendar-mode reservation lasts {CALENDAR_MIN_DAYS} to {CALENDAR_MAX_DAYS} days",
+            )
         return self
 
 
@@ -192,7 +208,7 @@ class ReservationSettings(Section):
     project: str | None = None
     """Owner project, when the reservation is shared from another project."""
     create: FutureReservationSettings | None = None
-    """Create a calendar-mode future reservation; protected from deletion. Unset: consume an existing one."""
+    """Create a calendar-mode future reservation (left in place by destroy, never updated). Unset: consume an existing one."""
 
     @field_validator("name")
     @classmethod
@@ -488,6 +504,13 @@ class BenchmarkSettings(Section):
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
 
 
+class RolloutSettings(Section):
+    """How an engine or image change reaches the running replicas."""
+
+    parallelism: int = Field(default=ROLLOUT_PARALLELISM, ge=1, le=1000)
+    """Replicas replaced at once, each on its own node (no surge: no extra A4 node); `pulumi up` waits one cold start per round."""
+
+
 class StackSettings(Section):
     """Everything one stack chooses. Only ``project`` has no default."""
 
@@ -525,6 +548,8 @@ class StackSettings(Section):
     """The Inference Gateway (routing: gateway)."""
     benchmark: BenchmarkSettings = BenchmarkSettings()
     """The in-cluster benchmark Job."""
+    rollout: RolloutSettings = RolloutSettings()
+    """How changes roll out to the replicas."""
 
     @field_validator("project")
     @classmethod

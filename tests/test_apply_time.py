@@ -33,7 +33,6 @@ def pod_templates(render: Render) -> dict[str, Any]:
     return {r.name: r.inputs["spec"]["template"] for r in [*render.by_type(DEPLOYMENT), *render.by_type(JOB)]}
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_the_replicas_pod_monitoring_leaves_the_chart_release_name_to_the_chart() -> None:
     # The chart renders a PodMonitoring named after its release for the endpoint picker.
     render = rendered("gateway")
@@ -43,37 +42,31 @@ def test_the_replicas_pod_monitoring_leaves_the_chart_release_name_to_the_chart(
     assert release not in names
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_the_route_leaves_timeouts_to_the_backend_policy_since_gke_refuses_them() -> None:
     route = rendered("gateway").one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs
     assert all("timeouts" not in rule for rule in route["spec"]["rules"])
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_the_snapshot_is_awaited_until_it_is_ready_to_use() -> None:
     found = pulumi_annotations(rendered("dev"), "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
     assert found["pulumi.com/waitFor"] == "jsonpath={.status.readyToUse}=true"
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_failed_download_is_replaced_by_the_next_up_instead_of_blocking_it() -> None:
     assert pulumi_annotations(rendered("dev"), JOB)["pulumi.com/replaceUnready"] == "true"
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_failed_benchmark_never_blocks_a_later_up() -> None:
     render = render_with("dev", benchmark={"enabled": True})
     assert pulumi_annotations(render, JOB, "benchmark")["pulumi.com/skipAwait"] == "true"
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_labels_change_touches_no_pod_template() -> None:
     before = pod_templates(render_with("dev", benchmark={"enabled": True}))
     after = pod_templates(render_with("dev", benchmark={"enabled": True}, labels={"team": "research"}))
     assert before == after
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 @pytest.mark.parametrize(
     ("change", "key", "allowed"),
     [
@@ -88,7 +81,6 @@ def test_calendar_reservations_outside_gcp_limits_are_refused(change: dict[str, 
     assert f"capacity.reservation.create.{key}" in str(error.value) and allowed in str(error.value)
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_calendar_reservation_is_retained_on_destroy_and_never_updated() -> None:
     render = render_with("prod", capacity={"mode": "reservation", "reservation": CALENDAR})
     reservation = render.one(RESERVATION)
@@ -99,7 +91,6 @@ def test_a_calendar_reservation_is_retained_on_destroy_and_never_updated() -> No
     assert reservation.inputs["reservationMode"] == "CALENDAR"
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_a_pod_the_fallback_may_place_on_spot_asks_for_no_more_than_spot_gives() -> None:
     capacity = {"mode": "fallback", "fallback": ["reservation", "spot"], "reservation": {"name": "a4-llm-serving"}}
     pod = render_with("dev", capacity=capacity).one(DEPLOYMENT).inputs["spec"]["template"]["spec"]

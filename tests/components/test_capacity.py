@@ -97,12 +97,13 @@ def test_other_modes_register_no_compute_class() -> None:
     assert rendered("dev").by_type("kubernetes:cloud.google.com/v1:ComputeClass") == []
 
 
-def test_a_future_reservation_is_created_only_when_asked_and_is_protected() -> None:
+def test_a_future_reservation_is_created_only_when_asked_and_then_left_alone() -> None:
     assert rendered("prod").by_type("gcp:compute/futureReservation:FutureReservation") == []
     create = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 16}
     render = render_with("prod", capacity={"mode": "reservation", "reservation": {**RESERVATION, "create": create}})
     reservation = render.one("gcp:compute/futureReservation:FutureReservation")
-    assert reservation.protect is True
+    # Not protected (that would fail `pulumi destroy`): destroy leaves it, as GCP cannot delete it.
+    assert reservation.retain_on_delete and not reservation.protect
     assert reservation.inputs["reservationMode"] == "CALENDAR"
     assert reservation.inputs["specificReservationRequired"] is True
     assert reservation.inputs["specificSkuProperties"]["instanceProperties"]["machineType"] == "a4-highgpu-8g"

@@ -109,12 +109,12 @@ def test_the_chart_key_list_catches_a_removed_key() -> None:
     assert not chart_reads("v1.4.0", "inferenceExtension.monitoring.gke.enabled")
 
 
-def test_the_route_sends_to_the_inference_pool_with_long_timeouts() -> None:
+def test_the_route_sends_to_the_inference_pool_and_leaves_timeouts_to_the_backend_policy() -> None:
     render = rendered("gateway")
     route = render.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs["spec"]
     rule = route["rules"][0]
     assert rule["backendRefs"] == [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": POOL}]
-    assert rule["timeouts"] == {"request": "300s", "backendRequest": "300s"}
+    assert "timeouts" not in rule
     assert route["parentRefs"] == [{"name": render.one("kubernetes:gateway.networking.k8s.io/v1:Gateway").inputs["metadata"]["name"]}]
 
 

@@ -72,9 +72,11 @@ def test_prod_runs_twelve_replicas_on_the_reservation() -> None:
     assert selector["cloud.google.com/reservation-affinity"] == "specific"
 
 
-def test_a_rollout_needs_no_extra_gpu_node() -> None:
+def test_a_rollout_needs_no_extra_gpu_node_and_replaces_rollout_parallelism_replicas_at_once() -> None:
     strategy = deployment(rendered("prod"))["spec"]["strategy"]
-    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 4}}
+    one_by_one = deployment(render_with("prod", rollout={"parallelism": 1}))["spec"]["strategy"]
+    assert one_by_one["rollingUpdate"]["maxUnavailable"] == 1
 
 
 def test_probes_and_timeouts_allow_a_25_minute_cold_start() -> None:
@@ -86,10 +88,12 @@ def test_probes_and_timeouts_allow_a_25_minute_cold_start() -> None:
     assert timeouts["create"] == timeouts["update"] == "35m"
 
 
-def test_an_update_may_take_a_cold_start_per_replica() -> None:
-    # One replica at a time: 12 cold starts in a row on prod.
+def test_an_update_may_take_a_cold_start_per_round_of_the_rollout() -> None:
+    # 12 replicas, 4 at a time: 3 cold starts in a row on prod; one at a time: 12.
     timeouts = rendered("prod").one("kubernetes:apps/v1:Deployment", "vllm").custom_timeouts
-    assert (timeouts["create"], timeouts["update"]) == ("35m", f"{12 * 35}m")
+    assert (timeouts["create"], timeouts["update"]) == ("35m", f"{3 * 35}m")
+    one_by_one = render_with("prod", rollout={"parallelism": 1}).one("kubernetes:apps/v1:Deployment", "vllm").custom_timeouts
+    assert one_by_one["update"] == f"{12 * 35}m"
 
 
 def test_shared_memory_is_a_memory_backed_volume() -> None:

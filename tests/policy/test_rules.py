@@ -62,7 +62,7 @@ SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 RESERVATION = {"name": "a4-llm-serving"}
-FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-06-01T00:00:00Z", "nodes": 12}
+FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-02-01T00:00:00Z", "nodes": 12}
 FALLBACK = {"mode": "fallback", "reservation": RESERVATION}
 SECRETS = {"hfToken": "hf_x", "apiKey": "sk-not-a-real-key"}
 

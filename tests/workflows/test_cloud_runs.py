@@ -37,19 +37,17 @@ def minutes(timeout: str) -> int:
     return int(hours or 0) * 60 + int(mins or 0)
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 @pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
 def test_previews_and_updates_enforce_the_policy_pack(name: str) -> None:
     packs = str(pulumi_step(name)["with"].get("policyPacks", "")).split()
     assert packs == ["policy"]
 
 
-@pytest.mark.parametrize("name", [pytest.param("preview.yml", marks=pytest.mark.xfail(strict=True)), "deploy.yml"])
+@pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
 def test_each_stack_runs_in_its_own_environment(name: str) -> None:
     assert job(name)["environment"] == "${{ matrix.stack }}"
 
 
-@pytest.mark.xfail(strict=True, reason="apply-time fidelity: fixed in the next commit")
 def test_the_deploy_job_outlasts_the_longest_update_and_fits_a_hosted_runner() -> None:
     prod = rendered("prod")
     rollout = minutes(prod.one("kubernetes:apps/v1:Deployment").custom_timeouts["update"])
