@@ -9,7 +9,33 @@ import yaml
 
 from components.options import child_options
 from stacks.plan import POD_RANGE, SERVICE_RANGE
-from stacks.settings import ClusterSettings
+from stacks.settings import EXCLUSION_SCOPES, ClusterSettings, MaintenanceSettings
+
+
+def maintenance_policy(settings: MaintenanceSettings) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+    """The recurring window and the exclusions; None leaves GKE's default (any time)."""
+    if settings.window is None and not settings.exclusions:
+        return None
+    window = settings.window
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+            start_time=window.start_time, end_time=window.end_time, recurrence=window.recurrence
+        )
+        if window
+        else None,
+        maintenance_exclusions=[
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=exclusion.name,
+                start_time=exclusion.start_time,
+                end_time=exclusion.end_time,
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                    scope=EXCLUSION_SCOPES[exclusion.scope]
+                ),
+            )
+            for exclusion in settings.exclusions
+        ]
+        or None,
+    )
 
 
 def cluster_args(
@@ -49,6 +75,7 @@ def cluster_args(
             managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
         ),
         workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{project}.svc.id.goog"),
+        maintenance_policy=maintenance_policy(settings.maintenance),
         deletion_protection=settings.deletion_protection,
         resource_labels=labels,
     )

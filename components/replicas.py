@@ -16,21 +16,19 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
-from stacks.plan import CacheMount, ReplicasSpec, Scheduling
+from stacks import gke
+from stacks.plan import CacheMount, Drain, ReplicasSpec
 from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
 
 PORT_NAME = "http"
 HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
 SHM_SIZE = "64Gi"
-# Spot gives a pod at most this much grace on Autopilot (docs/reference.md).
-SPOT_GRACE_SECONDS = 25
-GRACE_SECONDS = 60
 # Without a cache the weights land here (Hugging Face's default cache).
 DOWNLOAD_DIR = "/root/.cache/huggingface"
 
 
-def engine_args(profile: ServingProfile, model: str, served_name: str) -> list[str]:
+def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
     """The ``vllm serve`` command line. Each default flag is a measured choice (docs/reference.md)."""
     args = [
         "vllm",
@@ -60,6 +58,9 @@ def engine_args(profile: ServingProfile, model: str, served_name: str) -> list[s
         args.append(f"--mamba-cache-mode={profile.mamba_cache_mode}")
     if profile.mamba_block_size:
         args.append(f"--mamba-block-size={profile.mamba_block_size}")
+    if drain is not None:
+        # On SIGTERM vLLM stops taking requests and lets those in flight finish for this long.
+        args.append(f"--shutdown-timeout={drain.shutdown_timeout_seconds}")
     return args + list(profile.extra_args)
 
 
@@ -76,11 +77,6 @@ def _probes(profile: ServingProfile) -> dict[str, Any]:
         "readinessProbe": {**check, "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {**check, "periodSeconds": 15, "timeoutSeconds": 10, "failureThreshold": 4},
     }
-
-
-def termination_grace_seconds(scheduling: Scheduling) -> int:
-    # A longer ask would be cut short on Spot anyway; ask only for what the pod gets.
-    return SPOT_GRACE_SECONDS if scheduling.may_run_on_spot else GRACE_SECONDS
 
 
 def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: SecretRef | None) -> dict[str, Any]:
@@ -101,10 +97,10 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         mounts.append({"name": "downloads", "mountPath": DOWNLOAD_DIR})
         if hf_token is not None:
             env.append(hf_token.env("HF_TOKEN"))
-    container = {
+    container: dict[str, Any] = {
         "name": spec.name,
         "image": profile.image,
-        "command": engine_args(profile, model_source(spec.model, spec.cache), spec.model.public_name),
+        "command": engine_args(profile, model_source(spec.model, spec.cache), spec.model.public_name, spec.drain),
         "ports": [{"name": PORT_NAME, "containerPort": profile.port, "protocol": "TCP"}],
         "env": env,
         "resources": guaranteed(
@@ -113,9 +109,21 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         "volumeMounts": mounts,
         **_probes(profile),
     }
+    if spec.drain.pre_stop_seconds:
+        # Endpoints and the endpoint picker drop a terminating pod while it sleeps; only
+        # then does SIGTERM start vLLM's drain.
+        container["lifecycle"] = {"preStop": {"sleep": {"seconds": spec.drain.pre_stop_seconds}}}
     pod: dict[str, Any] = {
         "nodeSelector": spec.scheduling.node_selector,
-        "terminationGracePeriodSeconds": termination_grace_seconds(spec.scheduling),
+        "terminationGracePeriodSeconds": spec.drain.grace_seconds,
+        # New replicas avoid nodes GKE has scheduled for host maintenance.
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": gke.SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}]}]
+                }
+            }
+        },
         "containers": [container],
         "volumes": volumes,
     }
@@ -177,8 +185,18 @@ def pod_monitoring(spec: ReplicasSpec) -> dict[str, Any]:
     }
 
 
+def disruption_budget(spec: ReplicasSpec) -> dict[str, Any]:
+    """Voluntary disruptions (node upgrades, drains) take one replica at a time."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": spec.selector}},
+    }
+
+
 class Replicas(pulumi.ComponentResource):
-    """Registers the Deployment, its ClusterIP Service and its PodMonitoring."""
+    """Registers the Deployment, its ClusterIP Service, PodMonitoring and PodDisruptionBudget."""
 
     def __init__(
         self,
@@ -205,5 +223,6 @@ class Replicas(pulumi.ComponentResource):
         )
         self.service = Manifest(spec.name, service(spec), base)
         Manifest(spec.name, pod_monitoring(spec), base)
+        Manifest(spec.name, disruption_budget(spec), base)
         self.url = spec.url
         self.register_outputs({"url": self.url, "replicas": spec.replicas})

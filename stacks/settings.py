@@ -123,6 +123,102 @@ class NetworkSettings(Section):
         return self
 
 
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+# GKE's maintenance exclusion scopes; `no_upgrades` lasts at most 30 days (docs/reference.md).
+EXCLUSION_SCOPES = {
+    "no-upgrades": "NO_UPGRADES",
+    "no-minor-upgrades": "NO_MINOR_UPGRADES",
+    "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
+}
+NO_UPGRADES_MAX_DAYS = 30
+
+
+def _utc_time(value: str) -> str:
+    if not _RFC3339.match(value):
+        raise ConfigProblem((), value, "is not an RFC 3339 UTC time such as 2026-12-01T00:00:00Z")
+    return value
+
+
+def _days_between(start: str, end: str) -> float:
+    first, last = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
+    return (last - first).total_seconds() / 86400
+
+
+class MaintenanceWindowSettings(Section):
+    """A recurring maintenance window: GKE upgrades the cluster only inside it."""
+
+    start_time: str
+    """First start, RFC 3339 UTC (e.g. 2026-01-03T02:00:00Z)."""
+    end_time: str
+    """First end, RFC 3339 UTC; the window lasts from start to end each time it recurs."""
+    recurrence: str = "FREQ=WEEKLY;BYDAY=SA,SU"
+    """An RFC 5545 RRULE (FREQ=DAILY or FREQ=WEEKLY;BYDAY=...)."""
+
+    _times = field_validator("start_time", "end_time")(_utc_time)
+
+    @field_validator("recurrence")
+    @classmethod
+    def _recurrence(cls, value: str) -> str:
+        if not re.match(r"^FREQ=(DAILY|WEEKLY)(;BYDAY=(MO|TU|WE|TH|FR|SA|SU)(,(MO|TU|WE|TH|FR|SA|SU))*)?$", value):
+            raise ConfigProblem((), value, "is not a recurrence GKE takes; use FREQ=DAILY or FREQ=WEEKLY;BYDAY=SA,SU")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MaintenanceWindowSettings:
+        if self.end_time <= self.start_time:
+            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        return self
+
+
+class MaintenanceExclusionSettings(Section):
+    """A period without upgrades, for example a batch; host maintenance still happens."""
+
+    name: str
+    """A name for the exclusion."""
+    start_time: str
+    """Start, RFC 3339 UTC."""
+    end_time: str
+    """End, RFC 3339 UTC."""
+    scope: str = "no-minor-or-node-upgrades"
+    """What it blocks: `no-minor-or-node-upgrades` (keeps a batch's nodes), `no-minor-upgrades`, or `no-upgrades` (30 days at most)."""
+
+    _times = field_validator("start_time", "end_time")(_utc_time)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value, 63)
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, value: str) -> str:
+        if value not in EXCLUSION_SCOPES:
+            raise ConfigProblem((), value, f"is not an exclusion scope; {one_of(EXCLUSION_SCOPES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MaintenanceExclusionSettings:
+        if self.end_time <= self.start_time:
+            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        days = _days_between(self.start_time, self.end_time)
+        if self.scope == "no-upgrades" and days > NO_UPGRADES_MAX_DAYS:
+            raise ConfigProblem(
+                ("endTime",),
+                self.end_time,
+                f"is {days:g} days after startTime; a no-upgrades exclusion lasts at most {NO_UPGRADES_MAX_DAYS} days",
+            )
+        return self
+
+
+class MaintenanceSettings(Section):
+    """When GKE may upgrade the cluster and its nodes."""
+
+    window: MaintenanceWindowSettings | None = None
+    """A recurring window; unset: GKE picks any time."""
+    exclusions: tuple[MaintenanceExclusionSettings, ...] = ()
+    """Periods without upgrades, e.g. a batch."""
+
+
 class ClusterSettings(Section):
     """The GKE Autopilot cluster."""
 
@@ -137,6 +233,8 @@ class ClusterSettings(Section):
     """Refuse to delete the cluster; must be true on production stacks."""
     namespace: str = "llm-serving"
     """Namespace of every workload of the stack."""
+    maintenance: MaintenanceSettings = MaintenanceSettings()
+    """Maintenance window and exclusions."""
 
     @field_validator("name")
     @classmethod
@@ -504,6 +602,15 @@ class BenchmarkSettings(Section):
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
 
 
+class DrainSettings(Section):
+    """How a replica stops: endpoints drop it first, then vLLM finishes what it is serving."""
+
+    pre_stop_seconds: int = Field(default=10, ge=0, le=120)
+    """Time for the Service, the load balancer and the endpoint picker to stop sending to a stopping pod."""
+    shutdown_timeout_seconds: int = Field(default=35, ge=0, le=3600)
+    """vLLM's --shutdown-timeout: how long in-flight requests may finish (a reference one: ~5.6 s to first token + 512 x 46 ms)."""
+
+
 class RolloutSettings(Section):
     """How an engine or image change reaches the running replicas."""
 
@@ -550,6 +657,8 @@ class StackSettings(Section):
     """The in-cluster benchmark Job."""
     rollout: RolloutSettings = RolloutSettings()
     """How changes roll out to the replicas."""
+    drain: DrainSettings = DrainSettings()
+    """How a replica stops (scale-down, rollout, preemption). On Spot both are cut to fit its 25 s."""
 
     @field_validator("project")
     @classmethod

@@ -43,7 +43,9 @@ def test_dev_engine_command_line_matches_the_reference_flag_for_flag() -> None:
     assert command[:2] == ["vllm", "serve"]
     flags = command[3:]
     served = ["--served-model-name=Qwen/Qwen3.5-27B-FP8", "--host=0.0.0.0", "--port=8000"]
-    assert sorted(flags) == sorted(REFERENCE_FLAGS + served)
+    # dev runs on Spot: 25 s of grace, 5 of them for endpoints to drop the pod.
+    drain = ["--shutdown-timeout=20"]
+    assert sorted(flags) == sorted(REFERENCE_FLAGS + served + drain)
 
 
 def test_dev_engine_environment_counts_cuda_graph_memory() -> None:
