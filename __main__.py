@@ -3,7 +3,8 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis import BASE_APIS, GATEWAY_APIS, ProjectApis
+from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, ProjectApis
+from components.autoscaling import Autoscaling
 from components.benchmark import Benchmark
 from components.capacity import Capacity
 from components.cluster import Cluster
@@ -25,7 +26,12 @@ labels = specs.labels
 gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 
-apis = ProjectApis("apis", settings.project, BASE_APIS + (GATEWAY_APIS if specs.gateway else ()), opts=on_gcp)
+apis = ProjectApis(
+    "apis",
+    settings.project,
+    BASE_APIS + (GATEWAY_APIS if specs.gateway else ()) + (AUTOSCALING_APIS if specs.autoscaling else ()),
+    opts=on_gcp,
+)
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
 network = Network("network", settings.network, project=settings.project, region=settings.region, opts=after_apis)
 cluster = Cluster(
@@ -71,6 +77,14 @@ replicas = Replicas(
     kubernetes=cluster.provider,
     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, credentials) if r])),
 )
+
+if specs.autoscaling:
+    Autoscaling(
+        "autoscaling",
+        specs.autoscaling,
+        kubernetes=cluster.provider,
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[apis, replicas])),
+    )
 
 gateway: InferenceGateway | None = None
 if specs.gateway:

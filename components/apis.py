@@ -9,6 +9,8 @@ import pulumi_gcp as gcp
 BASE_APIS = ("compute.googleapis.com", "container.googleapis.com")
 # The Inference Gateway's load balancer stays unprogrammed without it, silently.
 GATEWAY_APIS = ("networkservices.googleapis.com",)
+# KEDA reads the queue from Managed Prometheus as its own service account.
+AUTOSCALING_APIS = ("monitoring.googleapis.com", "iam.googleapis.com")
 
 
 class ProjectApis(pulumi.ComponentResource):

@@ -140,7 +140,7 @@ def rollout_seconds(profile: ServingProfile) -> int:
 
 def rollout_rounds(spec: ReplicasSpec) -> int:
     """Rounds of a full rollout: replicas are replaced ``rollout_parallelism`` at a time."""
-    return math.ceil(max(spec.replicas, 1) / spec.rollout_parallelism)
+    return math.ceil(max(spec.rollout_replicas, 1) / spec.rollout_parallelism)
 
 
 def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
@@ -218,8 +218,15 @@ class Replicas(pulumi.ComponentResource):
         self.deployment = Manifest(
             spec.name,
             deployment(spec, template),
-            # pulumi-kubernetes waits 10 minutes by default; a cold start takes longer.
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=create, update=update))),
+            pulumi.ResourceOptions.merge(
+                base,
+                pulumi.ResourceOptions(
+                    # pulumi-kubernetes waits 10 minutes by default; a cold start takes longer.
+                    custom_timeouts=pulumi.CustomTimeouts(create=create, update=update),
+                    # With autoscaling the autoscaler sets the count; `pulumi up` must not undo it.
+                    ignore_changes=["spec.replicas"] if spec.autoscaled else None,
+                ),
+            ),
         )
         self.service = Manifest(spec.name, service(spec), base)
         Manifest(spec.name, pod_monitoring(spec), base)

@@ -6,7 +6,7 @@ anything else the estimate says that no reference figure exists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings
@@ -28,14 +28,19 @@ class Estimate:
     cost_per_hour: float | None
     dollars_per_million_tokens: float | None
     basis: str
+    # With autoscaling: the cost per hour at the fewest and the most replicas.
+    cost_range: tuple[float | None, float | None] | None = None
 
     def as_output(self) -> dict[str, object]:
-        return {
+        figures: dict[str, object] = {
             "tokensPerSecond": self.tokens_per_second,
             "costPerHour": self.cost_per_hour,
             "dollarsPerMillionTokens": self.dollars_per_million_tokens,
             "basis": self.basis,
         }
+        if self.cost_range is not None:
+            figures["costPerHourRange"] = {"fewest": self.cost_range[0], "most": self.cost_range[1]}
+        return figures
 
 
 def _interpolate(table: dict[int, float], nodes: int) -> tuple[float, bool]:
@@ -77,8 +82,9 @@ def unmeasured_reason(settings: StackSettings) -> str | None:
     return None
 
 
-def cost_per_hour(settings: StackSettings) -> float | None:
-    """Nodes at the capacity's price, the cluster fee, and the model cache; None without a price."""
+def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | None:
+    """``nodes`` (default: the stack's) at the capacity's price, the cluster fee, and the model cache; None without a price."""
+    nodes = settings.nodes if nodes is None else nodes
     price = price_per_node_hour(settings.capacity)
     cache = settings.cache
     cache_per_hour = (
@@ -86,13 +92,22 @@ def cost_per_hour(settings: StackSettings) -> float | None:
         if cache.enabled
         else 0.0
     )
-    if settings.nodes and price is None:
+    if nodes and price is None:
         return None
-    gpu = settings.nodes * (price or 0.0)
+    gpu = nodes * (price or 0.0)
     return round(gpu + CLUSTER_FEE_PER_HOUR + cache_per_hour, 2)
 
 
 def estimate(settings: StackSettings) -> Estimate:
+    """The figures at ``nodes``; with autoscaling also the cost at the fewest and most replicas."""
+    figures = _estimate(settings)
+    if not settings.autoscaling.enabled:
+        return figures
+    cost_range = (cost_per_hour(settings, settings.autoscaling.min_replicas), cost_per_hour(settings, settings.max_replicas))
+    return replace(figures, cost_range=cost_range)
+
+
+def _estimate(settings: StackSettings) -> Estimate:
     cost = cost_per_hour(settings)
     price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
     if settings.nodes == 0:

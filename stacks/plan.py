@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from stacks import gke
 from stacks.settings import (
     GPU_TYPE,
+    AutoscalingSettings,
     BenchmarkSettings,
     CacheSettings,
     CapacitySettings,
@@ -184,6 +185,10 @@ class ReplicasSpec:
     labels: dict[str, str]
     selector: dict[str, str]
     replicas: int
+    # The autoscaler owns the replica count; `replicas` is only the count at creation.
+    autoscaled: bool
+    # The most replicas a rollout may have to replace.
+    rollout_replicas: int
     rollout_parallelism: int
     profile: ServingProfile
     model: ModelSettings
@@ -194,6 +199,26 @@ class ReplicasSpec:
     @property
     def url(self) -> str:
         return f"http://{self.name}.{self.namespace}.svc.cluster.local:{self.profile.port}/v1"
+
+
+# vLLM's own queue metrics (vllm/v1/metrics/loggers.py, v0.18.1): one series per
+# data-parallel engine, so a replica's value is the sum over its engines.
+QUEUE_METRIC = "vllm:num_requests_waiting"
+RUNNING_METRIC = "vllm:num_requests_running"
+
+
+@dataclass(frozen=True)
+class AutoscalingSpec:
+    project: str
+    namespace: str
+    labels: dict[str, str]
+    deployment: str
+    settings: AutoscalingSettings
+    min_replicas: int
+    max_replicas: int
+    # Requests one replica can hold at once (max-num-seqs x engines): the "busy" trigger
+    # keeps a replica while anything runs without asking for more than the queue does.
+    capacity_per_replica: int
 
 
 @dataclass(frozen=True)
@@ -227,24 +252,42 @@ class StackPlan:
     cache: CacheSpec | None
     gateway: GatewaySpec | None
     benchmark: BenchmarkSpec | None
+    autoscaling: AutoscalingSpec | None
 
 
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     """The specs of every component the stack registers; None for those it does not."""
     labels = stack_labels(stack, settings)
     namespace = settings.cluster.namespace
-    scaled_to_zero = settings.nodes == 0
+    # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
+    scaled_to_zero = settings.max_replicas == 0
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
         key = cache_id(settings.model, settings.cache)
         cache = CacheSpec(key, cache_names(key), namespace, settings.zone, labels, settings.model, settings.cache)
+    autoscaling = (
+        AutoscalingSpec(
+            project=settings.project,
+            namespace=namespace,
+            labels=labels,
+            deployment=REPLICAS,
+            settings=settings.autoscaling,
+            min_replicas=settings.autoscaling.min_replicas,
+            max_replicas=settings.max_replicas,
+            capacity_per_replica=settings.serving.max_num_seqs * settings.serving.data_parallel_size,
+        )
+        if settings.autoscaling.enabled
+        else None
+    )
     replicas = ReplicasSpec(
         name=REPLICAS,
         namespace=namespace,
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
+        autoscaled=autoscaling is not None,
+        rollout_replicas=settings.max_replicas,
         rollout_parallelism=settings.rollout.parallelism,
         profile=settings.serving,
         model=settings.model,
@@ -261,7 +304,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     )
     benchmark = (
         BenchmarkSpec(namespace, labels, settings.benchmark, settings.workload, settings.model, settings.nodes)
-        if settings.benchmark.enabled and not scaled_to_zero
+        if settings.benchmark.enabled and settings.nodes > 0
         else None
     )
     return StackPlan(
@@ -272,4 +315,5 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         cache=cache,
         gateway=gateway,
         benchmark=benchmark,
+        autoscaling=autoscaling,
     )

@@ -602,6 +602,50 @@ class BenchmarkSettings(Section):
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
 
 
+_CRON = re.compile(r"^(\S+\s+){4}\S+$")
+
+
+class BatchWindowSettings(Section):
+    """A period in which the replicas are scaled up whatever the queue: the wake-up from zero."""
+
+    start: str
+    """Cron expression (5 fields) of the window's start, e.g. `0 22 * * 1-5`."""
+    end: str
+    """Cron expression of its end, e.g. `0 6 * * 2-6`."""
+    timezone: str = "Etc/UTC"
+    """IANA time zone of both expressions."""
+    replicas: int = Field(ge=1, le=1000)
+    """Replicas kept during the window."""
+
+    @field_validator("start", "end")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if not _CRON.match(value.strip()):
+            raise ConfigProblem((), value, "is not a 5-field cron expression such as '0 22 * * 1-5'")
+        return value
+
+
+class AutoscalingSettings(Section):
+    """Replicas follow vLLM's queue between a minimum and a maximum, down to zero when idle (KEDA)."""
+
+    enabled: bool = False
+    """Scale on queue depth; `nodes` is then only the replica count the Deployment is created with."""
+    min_replicas: int = Field(default=0, ge=0, le=1000)
+    """Fewest replicas; 0 lets an idle stack go to zero GPU nodes."""
+    max_replicas: int | None = Field(default=None, ge=1, le=1000)
+    """Most replicas; default: `nodes`."""
+    waiting_per_replica: int = Field(default=256, ge=1, le=100_000)
+    """Target of requests waiting (summed over a replica's 8 engines) per replica; above it, add replicas."""
+    idle_minutes: int = Field(default=15, ge=1, le=1440)
+    """Minutes with no request running or waiting before scaling to `minReplicas`."""
+    poll_seconds: int = Field(default=30, ge=5, le=600)
+    """How often the queue is read."""
+    batch_windows: tuple[BatchWindowSettings, ...] = ()
+    """Scheduled wake-ups: from zero no vLLM reports a queue, so a window (or raising minReplicas) starts a batch."""
+    keda_version: str = "2.20.2"
+    """KEDA Helm chart version (kedacore/charts)."""
+
+
 class DrainSettings(Section):
     """How a replica stops: endpoints drop it first, then vLLM finishes what it is serving."""
 
@@ -657,6 +701,8 @@ class StackSettings(Section):
     """The in-cluster benchmark Job."""
     rollout: RolloutSettings = RolloutSettings()
     """How changes roll out to the replicas."""
+    autoscaling: AutoscalingSettings = AutoscalingSettings()
+    """Scaling on queue depth and to zero when idle (opt-in)."""
     drain: DrainSettings = DrainSettings()
     """How a replica stops (scale-down, rollout, preemption). On Spot both are cut to fit its 25 s."""
 
@@ -691,6 +737,13 @@ class StackSettings(Section):
                 raise ConfigProblem((key,), text, "is not a label value: up to 63 of a-z, 0-9, '-', '_', alphanumeric at both ends")
         return value
 
+    @property
+    def max_replicas(self) -> int:
+        """The most replicas the stack may run: the autoscaler's maximum, else `nodes`."""
+        if self.autoscaling.enabled:
+            return self.autoscaling.max_replicas or max(self.nodes, 1)
+        return self.nodes
+
     @model_validator(mode="after")
     def _cross_field(self) -> StackSettings:
         if not self.zone.startswith(self.region + "-"):
@@ -720,6 +773,18 @@ class StackSettings(Section):
                     raise ConfigProblem(
                         ("gateway", "proxySubnetCidr"), str(proxy), f"overlaps network.{key} ({cidr}); choose a disjoint range"
                     )
+        scaling = self.autoscaling
+        if scaling.enabled and scaling.min_replicas > self.max_replicas:
+            raise ConfigProblem(
+                ("autoscaling", "minReplicas"),
+                scaling.min_replicas,
+                f"is above the maximum ({self.max_replicas}); lower it or raise maxReplicas",
+            )
+        for index, window in enumerate(scaling.batch_windows):
+            if scaling.enabled and window.replicas > self.max_replicas:
+                raise ConfigProblem(
+                    ("autoscaling", "batchWindows", index, "replicas"), window.replicas, f"is above the maximum ({self.max_replicas})"
+                )
         if self.production and not self.cluster.deletion_protection:
             raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
         return self

@@ -1,0 +1,106 @@
+"""Autoscaling on vLLM's queue with KEDA: bounds, target, idle to zero, and no tug of war with `pulumi up`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from render.engine import Render
+from render.validation import validate_render
+from stacks.estimates import cost_per_hour, estimate
+from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
+from tests.conftest import render_with, rendered
+
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+NIGHTLY = {"start": "0 22 * * 1-5", "end": "0 6 * * 2-6", "replicas": 12}
+
+
+def autoscaled(stack: str = "prod", **scaling: Any) -> Render:
+    return render_with(stack, autoscaling={"enabled": True, **scaling})
+
+
+def scaled_object(render: Render) -> dict[str, Any]:
+    spec: dict[str, Any] = render.one(SCALED_OBJECT).inputs["spec"]
+    return spec
+
+
+def test_the_scaled_object_drives_the_replicas_between_the_bounds_on_the_queue() -> None:
+    render = autoscaled(minReplicas=0, maxReplicas=8, waitingPerReplica=128, idleMinutes=20)
+    spec = scaled_object(render)
+    deployment = render.one(DEPLOYMENT).inputs
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment["metadata"]["name"]}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"], spec["cooldownPeriod"]) == (0, 8, 20 * 60)
+    queue = next(t for t in spec["triggers"] if t["name"] == "queue")
+    assert queue["type"] == "prometheus" and queue["metadata"]["threshold"] == "128"
+    # One series per data-parallel engine: the query sums them over every pod of the stack.
+    assert queue["metadata"]["query"] == f'sum({QUEUE_METRIC}{{namespace="llm-serving"}})'
+    assert queue["metadata"]["serverAddress"] == "https://monitoring.googleapis.com/v1/projects/llm-serving-prod/location/global/prometheus"
+
+
+def test_any_request_running_keeps_a_replica_but_never_asks_for_more_than_the_queue() -> None:
+    busy = next(t for t in scaled_object(autoscaled())["triggers"] if t["name"] == "busy")
+    assert RUNNING_METRIC in busy["metadata"]["query"]
+    assert busy["metadata"]["activationThreshold"] == "0"
+    # One replica holds max-num-seqs x 8 engines requests: running requests alone never add one.
+    assert busy["metadata"]["threshold"] == str(8192 * 8)
+
+
+def test_batch_windows_wake_the_stack_from_zero() -> None:
+    triggers = scaled_object(autoscaled(batchWindows=[NIGHTLY]))["triggers"]
+    (window,) = [t for t in triggers if t["type"] == "cron"]
+    assert window["metadata"] == {"timezone": "Etc/UTC", "start": "0 22 * * 1-5", "end": "0 6 * * 2-6", "desiredReplicas": "12"}
+
+
+def test_pulumi_up_leaves_the_autoscalers_replica_count_alone() -> None:
+    assert autoscaled().one(DEPLOYMENT).ignore_changes == ("spec.replicas",)
+    assert rendered("prod").one(DEPLOYMENT).ignore_changes == ()
+
+
+def test_the_operator_reads_metrics_with_its_own_workload_identity() -> None:
+    render = autoscaled()
+    binding = render.one("gcp:serviceaccount/iAMMember:IAMMember").inputs
+    assert binding["role"] == "roles/iam.workloadIdentityUser"
+    assert binding["member"] == "serviceAccount:llm-serving-prod.svc.id.goog[keda/keda-operator]"
+    assert render.one("gcp:projects/iAMMember:IAMMember").inputs["role"] == "roles/monitoring.viewer"
+    auth = render.one("kubernetes:keda.sh/v1alpha1:TriggerAuthentication").inputs
+    assert auth["spec"] == {"podIdentity": {"provider": "gcp"}}
+    chart = render.one("kubernetes:helm.sh/v4:Chart").inputs
+    assert chart["values"]["podIdentity"]["gcp"]["enabled"] is True
+
+
+def test_the_scaling_objects_validate_against_kedas_crds() -> None:
+    checks = validate_render(autoscaled(batchWindows=[NIGHTLY]))
+    assert checks.count("CRD keda.sh/v1alpha1") == 2
+
+
+def test_an_autoscaled_gateway_stack_keeps_its_endpoint_picker_at_zero_nodes() -> None:
+    render = render_with("gateway", nodes=0, autoscaling={"enabled": True, "maxReplicas": 4})
+    assert render.by_type("kubernetes:helm.sh/v4:Chart")
+
+
+def test_estimates_show_the_cost_at_the_fewest_and_most_replicas() -> None:
+    settings = StackSettings.model_validate({"project": "example-project", "nodes": 4, "autoscaling": {"enabled": True, "maxReplicas": 12}})
+    figures = estimate(settings).as_output()
+    assert figures["costPerHourRange"] == {"fewest": cost_per_hour(settings, 0), "most": cost_per_hour(settings, 12)}
+    assert (
+        "costPerHourRange"
+        not in estimate(settings.model_copy(update={"autoscaling": settings.autoscaling.model_copy(update={"enabled": False})})).as_output()
+    )
+
+
+@pytest.mark.parametrize(
+    ("scaling", "key", "allowed"),
+    [
+        ({"minReplicas": 5, "maxReplicas": 4}, "autoscaling.minReplicas", "above the maximum"),
+        ({"batchWindows": [{**NIGHTLY, "replicas": 20}]}, "autoscaling.batchWindows[0].replicas", "above the maximum"),
+        ({"batchWindows": [{**NIGHTLY, "start": "at ten"}]}, "autoscaling.batchWindows[0].start", "cron"),
+    ],
+)
+def test_scaling_bounds_that_cannot_hold_are_refused(scaling: dict[str, Any], key: str, allowed: str) -> None:
+    with pytest.raises(StackConfigError) as error:
+        autoscaled(**scaling)
+    assert key in str(error.value) and allowed in str(error.value)
