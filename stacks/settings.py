@@ -139,6 +139,11 @@ def _utc_time(value: str) -> str:
     return value
 
 
+def _check_order(start: str, end: str) -> None:
+    if end <= start:
+        raise ConfigProblem(("endTime",), end, f"must be after startTime ({start})")
+
+
 def _days_between(start: str, end: str) -> float:
     first, last = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
     return (last - first).total_seconds() / 86400
@@ -165,8 +170,7 @@ class MaintenanceWindowSettings(Section):
 
     @model_validator(mode="after")
     def _ordered(self) -> MaintenanceWindowSettings:
-        if self.end_time <= self.start_time:
-            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        _check_order(self.start_time, self.end_time)
         return self
 
 
@@ -198,8 +202,7 @@ class MaintenanceExclusionSettings(Section):
 
     @model_validator(mode="after")
     def _ordered(self) -> MaintenanceExclusionSettings:
-        if self.end_time <= self.start_time:
-            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
+        _check_order(self.start_time, self.end_time)
         days = _days_between(self.start_time, self.end_time)
         if self.scope == "no-upgrades" and days > NO_UPGRADES_MAX_DAYS:
             raise ConfigProblem(
@@ -276,19 +279,12 @@ class FutureReservationSettings(Section):
     def _name(cls, value: str) -> str:
         return _check_name(value, 63)
 
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _timestamp(cls, value: str) -> str:
-        if not re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", value):
-            raise ConfigProblem((), value, "is not an RFC 3339 UTC time such as 2026-12-01T00:00:00Z")
-        return value
+    _times = field_validator("start_time", "end_time")(_utc_time)
 
     @model_validator(mode="after")
     def _ordered(self) -> FutureReservationSettings:
-        if self.end_time <= self.start_time:
-            raise ConfigProblem(("endTime",), self.end_time, f"must be after startTime ({self.start_time})")
-        start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (self.start_time, self.end_time))
-        days = (end - start).total_seconds() / 86400
+        _check_order(self.start_time, self.end_time)
+        days = _days_between(self.start_time, self.end_time)
         if not CALENDAR_MIN_DAYS <= days <= CALENDAR_MAX_DAYS:
             raise ConfigProblem(
                 ("endTime",),
