@@ -174,8 +174,9 @@ def _broken_at(schema: dict[str, Any], value: Any, path: str) -> Iterator[Violat
             try:
                 passed = program.execute(context)
             except _CEL_ERRORS as error:
-                # The API server rejects an object whose rule errors, too.
-                yield Violation(path, f"{_message(rule, context)} (the rule could not be evaluated: {error})", rule["rule"])
+                # The API server rejects an object whose rule errors, too (as when it reads an absent field).
+                reason = f"no such key: {error}" if isinstance(error, KeyError) else str(error)
+                yield Violation(path, f"{_message(rule, context)} (the rule could not be evaluated: {reason})", rule["rule"])
                 continue
             if passed is not True:
                 yield Violation(path, _message(rule, context), rule["rule"])
