@@ -122,7 +122,7 @@ def _within(schema: dict[str, Any], name: str, item: Any, convert: Callable[[dic
     return item if child is None else convert(child, item)
 
 
-def defaulted(schema: dict[str, Any], value: Any) -> Any:
+def _defaulted(schema: dict[str, Any], value: Any) -> Any:
     """``value`` with every absent field that has a ``default`` filled in, as the API server does before validating."""
     if isinstance(value, dict):
         filled = dict(value)
@@ -130,9 +130,9 @@ def defaulted(schema: dict[str, Any], value: Any) -> Any:
         for name, child in properties.items():
             if name not in filled and "default" in child:
                 filled[name] = copy.deepcopy(child["default"])
-        return {name: _within(schema, name, item, defaulted) for name, item in filled.items()}
+        return {name: _within(schema, name, item, _defaulted) for name, item in filled.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [defaulted(schema["items"], item) for item in value]
+        return [_defaulted(schema["items"], item) for item in value]
     return value
 
 
@@ -166,6 +166,7 @@ def _message(rule: dict[str, Any], context: cel.Context) -> str:
 
 def _broken_at(schema: dict[str, Any], value: Any, path: str) -> Iterator[Violation]:
     if _RULES in schema:
+        where = path or "(root)"
         context = _context(_cel_value(schema, value))
         for rule in schema[_RULES]:
             program = _program(rule["rule"])
@@ -176,10 +177,10 @@ def _broken_at(schema: dict[str, Any], value: Any, path: str) -> Iterator[Violat
             except _CEL_ERRORS as error:
                 # The API server rejects an object whose rule errors, too (as when it reads an absent field).
                 reason = f"no such key: {error}" if isinstance(error, KeyError) else str(error)
-                yield Violation(path, f"{_message(rule, context)} (the rule could not be evaluated: {reason})", rule["rule"])
+                yield Violation(where, f"{_message(rule, context)} (the rule could not be evaluated: {reason})", rule["rule"])
                 continue
             if passed is not True:
-                yield Violation(path, _message(rule, context), rule["rule"])
+                yield Violation(where, _message(rule, context), rule["rule"])
     if isinstance(value, dict):
         for name, item in value.items():
             child = _field(schema, name)
@@ -192,4 +193,4 @@ def _broken_at(schema: dict[str, Any], value: Any, path: str) -> Iterator[Violat
 
 def violations(schema: dict[str, Any], obj: dict[str, Any]) -> list[Violation]:
     """Every rule of the CRD schema ``schema`` that the object ``obj``, as created, breaks."""
-    return list(_broken_at(schema, defaulted(schema, obj), ""))
+    return list(_broken_at(schema, _defaulted(schema, obj), ""))

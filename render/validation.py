@@ -99,7 +99,7 @@ def validate(manifest: dict[str, Any], kubernetes_version: str) -> str:
         if broken:
             first_rule = broken[0]
             raise ManifestError(f"{name}: {first_rule.path}: {first_rule.message} (CEL rule {first_rule.rule!r} of CRD {resource.crd})")
-        return f"CRD {api_version} and its CEL rules"
+        return f"CRD {api_version}"
     try:
         kubernetes_validate.validate(manifest, kubernetes_version, strict=True)
     except kubernetes_validate.ValidationError as error:

@@ -54,9 +54,9 @@ A4 = {"machineType": "a4-highgpu-8g", "gpu": {"type": "nvidia-b200", "count": 8}
 
 def test_a_valid_object_passes_its_crd_rules() -> None:
     assert validate(compute_class(priorities=[A4 | {"spot": True}], whenUnsatisfiable="DoNotScaleUp"), VERSION) == (
-        "CRD cloud.google.com/v1 and its CEL rules"
+        "CRD cloud.google.com/v1"
     )
-    assert validate(inference_pool(), VERSION) == "CRD inference.networking.k8s.io/v1 and its CEL rules"
+    assert validate(inference_pool(), VERSION) == "CRD inference.networking.k8s.io/v1"
 
 
 def test_a_compute_class_priority_both_spot_and_flex_start_fails_with_the_rule_message() -> None:
@@ -176,4 +176,4 @@ def test_every_stack_renders_compute_classes_that_pass_gke_crd_and_its_rules(sta
     )
     checked = zip(manifests(render), validate_render(render), strict=True)
     classes = {m["metadata"]["name"]: how for m, how in checked if m["kind"] == "ComputeClass"}
-    assert classes == dict.fromkeys([FALLBACK_CLASS, BENCHMARK_CLASS], "CRD cloud.google.com/v1 and its CEL rules")
+    assert classes == dict.fromkeys([FALLBACK_CLASS, BENCHMARK_CLASS], "CRD cloud.google.com/v1")
