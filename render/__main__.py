@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     render = _render_to(options.stack, folder)
     print(plan(render), end="")
     checks = validate_render(render)
-    print(f"\n{len(checks)} Kubernetes objects valid (strict: Kubernetes {kubernetes_version(render)} schema and vendored CRDs)")
+    schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
+    print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
     print(f"written to {folder}")
     return 0
 

@@ -2,19 +2,20 @@
 
 Core kinds: the Kubernetes OpenAPI schema of the cluster's minor version, in
 strict mode (``kubernetes-validate``). Custom kinds: the upstream CRDs vendored
-in ``schemas/crds`` (see its PROVENANCE.md), also strict.
+in ``schemas/crds`` (see its PROVENANCE.md), also strict, then their CEL rules.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import kubernetes_validate
 import yaml
 
+from render.crd_rules import declared_rules, violations, why_unchecked
 from render.engine import Render
 from render.files import manifests
 
@@ -44,21 +45,39 @@ def _strict(schema: Any) -> Any:
     return converted
 
 
+class CustomResource(NamedTuple):
+    crd: str
+    schema: dict[str, Any]
+    """The CRD's ``openAPIV3Schema``, with its CEL rules."""
+    json_schema: dict[str, Any]
+
+
 @cache
-def custom_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """``(apiVersion, kind)`` -> JSON Schema, from every vendored CRD."""
-    table: dict[tuple[str, str], dict[str, Any]] = {}
+def custom_resources() -> dict[tuple[str, str], CustomResource]:
+    """``(apiVersion, kind)`` -> its schemas, from every vendored CRD."""
+    table: dict[tuple[str, str], CustomResource] = {}
     for path in sorted((SCHEMAS / "crds").glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
-            schema = _strict(version["schema"]["openAPIV3Schema"])
+            schema = version["schema"]["openAPIV3Schema"]
+            json_schema = _strict(schema)
             # metadata is checked by the API server, not by the CRD.
-            schema["properties"]["metadata"] = {"type": "object"}
-            table[(f"{group}/{version['name']}", kind)] = schema
-    compute_class = yaml.safe_load((SCHEMAS / "computeclass.schema.yaml").read_text())
-    table[("cloud.google.com/v1", "ComputeClass")] = _strict(compute_class)
+            json_schema["properties"]["metadata"] = {"type": "object"}
+            table[(f"{group}/{version['name']}", kind)] = CustomResource(
+                f"{crd['metadata']['name']}/{version['name']}", schema, json_schema
+            )
     return table
+
+
+def unchecked_rules() -> list[str]:
+    """The vendored CRDs' CEL rules that cannot be checked offline, each with where it is and why."""
+    return sorted(
+        f"{resource.crd} {path}: {rule['rule']!r} {reason}"
+        for resource in custom_resources().values()
+        for path, rule in declared_rules(resource.schema)
+        if (reason := why_unchecked(rule["rule"]))
+    )
 
 
 class ManifestError(ValueError):
@@ -69,13 +88,17 @@ def validate(manifest: dict[str, Any], kubernetes_version: str) -> str:
     """Raises ``ManifestError`` naming the object and the failing field; returns how it was checked."""
     api_version, kind = manifest.get("apiVersion", ""), manifest.get("kind", "")
     name = f"{kind}/{manifest.get('metadata', {}).get('name', '?')}"
-    schema = custom_schemas().get((api_version, kind))
-    if schema is not None:
-        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    resource = custom_resources().get((api_version, kind))
+    if resource is not None:
+        errors = sorted(jsonschema.Draft7Validator(resource.json_schema).iter_errors(manifest), key=lambda e: list(e.absolute_path))
         if errors:
             first = errors[0]
             where = ".".join(str(p) for p in first.absolute_path) or "(root)"
             raise ManifestError(f"{name}: {where}: {first.message} (vendored CRD {api_version})")
+        broken = violations(resource.schema, manifest)
+        if broken:
+            first_rule = broken[0]
+            raise ManifestError(f"{name}: {first_rule.path}: {first_rule.message} (CEL rule {first_rule.rule!r} of CRD {resource.crd})")
         return f"CRD {api_version}"
     try:
         kubernetes_validate.validate(manifest, kubernetes_version, strict=True)

@@ -262,7 +262,7 @@ def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
     assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts
 
 
-def test_the_manifests_validate_against_kubernetes_and_our_compute_class_schema() -> None:
+def test_the_manifests_validate_against_kubernetes_and_gkes_compute_class_crd() -> None:
     chosen = settings(labels={"app.kubernetes.io/part-of": "llm-serving"}, nodes=12)
     assert validate(job(chosen, SERVICE, SecretRef("vllm-api-key"), SecretRef("hf-token")), "1.35") == "Kubernetes 1.35"
     assert validate(summarizer_config_map(chosen), "1.35") == "Kubernetes 1.35"
