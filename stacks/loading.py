@@ -51,7 +51,11 @@ def _parse(value: str) -> Any:
     # Structured config arrives as JSON text; scalars as plain strings, which
     # pydantic converts to the field's type.
     if isinstance(value, str) and value[:1] in ("{", "["):
-        return json.loads(value)
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            # A plain string that starts like JSON: the field's own check names the key.
+            return value
     return value
 
 

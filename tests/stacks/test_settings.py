@@ -171,3 +171,9 @@ def test_stack_labels_are_valid_label_values_whatever_the_stack_name() -> None:
     settings = StackSettings.model_validate({"project": "example-project", "labels": {"team": "ml"}})
     stack = Stack(name="Team.Prod", settings=settings, secrets=StackSecrets(hf_token=None, api_key=None))
     assert stack.labels == {"app": "llm-serving", "managed-by": "pulumi", "stack": "team-prod", "team": "ml"}
+
+
+def test_a_scalar_that_only_looks_like_json_is_refused_naming_its_key() -> None:
+    with pytest.raises(StackConfigError) as error:
+        render_stack("dev", config={**stack_file_config("dev"), "llm:routing": "["})
+    assert "llm:routing" in str(error.value) and "'['" in str(error.value)
