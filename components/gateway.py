@@ -117,6 +117,30 @@ def backend_timeout(seconds: int) -> pulumi.ResourceTransform:
     return transform
 
 
+def fixed_health_check_port() -> pulumi.ResourceTransform:
+    """Names the port choice of the chart's HealthCheckPolicy, which sets a port but not `portSpecification`.
+
+    GKE's HealthCheckPolicy CRD takes a `port` only with `portSpecification: USE_FIXED_PORT`
+    (its CEL rules; docs/reference.md), and the chart (v1.4.0, v1.5.0 on HTTP) leaves it out.
+    """
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != "kubernetes:networking.gke.io/v1:HealthCheckPolicy":
+            return None
+        props: dict[str, Any] = dict(args.props)
+        spec: dict[str, Any] = dict(props.get("spec") or {})
+        default: dict[str, Any] = dict(spec.get("default") or {})
+        config: dict[str, Any] = dict(default.get("config") or {})
+        check: dict[str, Any] | None = config.get("httpHealthCheck")
+        if not check or "port" not in check or "portSpecification" in check:
+            return None
+        config["httpHealthCheck"] = {**check, "portSpecification": "USE_FIXED_PORT"}
+        spec["default"] = {**default, "config": config}
+        return pulumi.ResourceTransformResult(props={**props, "spec": spec}, opts=args.opts)
+
+    return transform
+
+
 class InferenceGateway(pulumi.ComponentResource):
     """Registers CRDs (when needed), the endpoint-picker chart, the Gateway and its route.
 
@@ -151,7 +175,10 @@ class InferenceGateway(pulumi.ComponentResource):
                     namespace=spec.namespace,
                     values=endpoint_picker_values(spec),
                     opts=pulumi.ResourceOptions.merge(
-                        base, pulumi.ResourceOptions(depends_on=chart_after, transforms=[backend_timeout(gateway.backend_timeout_seconds)])
+                        base,
+                        pulumi.ResourceOptions(
+                            depends_on=chart_after, transforms=[backend_timeout(gateway.backend_timeout_seconds), fixed_health_check_port()]
+                        ),
                     ),
                 )
             )

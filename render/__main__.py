@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from render.chart import ChartError
+from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
 from render.files import PLAN_FILE, changed_files, diff, plan, write
 from render.validation import ManifestError, kubernetes_version, validate_render
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     checks = validate_render(render)
     schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
     print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
+    objects = check_cluster(render)
+    print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
     print(f"written to {folder}")
     return 0
 
@@ -68,6 +72,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (StackConfigError, ManifestError, FileNotFoundError, FileExistsError) as error:
+    except (StackConfigError, ManifestError, ClusterModelError, ChartError, FileNotFoundError, FileExistsError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -12,7 +12,7 @@ import contextvars
 import json
 import os
 import runpy
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +62,8 @@ class Registration:
     ignore_changes: tuple[str, ...]
     replace_on_changes: tuple[str, ...]
     delete_before_replace: bool
+    # The resource's transforms, as the engine would run them on a component's children.
+    transforms: tuple[Callable[..., Any], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass
@@ -197,6 +199,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     ignore_changes=tuple(request.ignoreChanges),
                     replace_on_changes=tuple(request.replaceOnChanges),
                     delete_before_replace=request.deleteBeforeReplace,
+                    transforms=tuple(mocks._resolve_callbacks(request.transforms)),
                 )
             )
         return response

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from render.chart import CHART_TYPE, chart_objects, render_chart
 from render.engine import Registration, Render, redact
 
 PLAN_FILE = "plan.txt"
@@ -99,6 +100,8 @@ def plan(render: Render) -> str:
             lines.append(f"  {registration.type:<55} {registration.name:<28} {' '.join(details)}".rstrip())
             if registration.remote and isinstance(inputs.get("values"), dict):
                 lines.extend(f"      {key} = {_short(value)}" for key, value in sorted(flatten(inputs["values"]).items()))
+            if registration.type == CHART_TYPE:
+                lines.extend(f"      renders {item.label()}" for item in render_chart(registration))
         lines.append("")
     lines.append("outputs")
     for key, value in sorted(redact(render.outputs).items()):
@@ -147,6 +150,12 @@ def write(render: Render, folder: Path) -> list[Path]:
         if path in written:
             raise ValueError(f"two resources render to {path}")
         written[path] = _dump(inputs)
+    for item in chart_objects(render):
+        metadata = item.manifest.get("metadata", {})
+        path = folder / "charts" / item.release / _file_name(metadata.get("namespace", ""), item.manifest["kind"].lower(), metadata["name"])
+        if path in written:
+            raise ValueError(f"two objects of {item.source} render to {path}")
+        written[path] = _dump(redact(item.manifest))
     for path, text in written.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

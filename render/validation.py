@@ -15,11 +15,16 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from render.chart import chart_objects
 from render.crd_rules import declared_rules, violations, why_unchecked
 from render.engine import Render
 from render.files import manifests
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+# kubernetes-validate reads and parses its multi-megabyte definitions file for
+# every object; the files never change, so parse each once per process.
+kubernetes_validate.utils.schema_contents = cache(kubernetes_validate.utils.schema_contents)
 
 
 def _strict(schema: Any) -> Any:
@@ -116,6 +121,12 @@ def kubernetes_version(render: Render) -> str:
 
 
 def validate_render(render: Render) -> list[str]:
-    """Validates every Kubernetes object of a render; returns how each was checked."""
+    """Validates every Kubernetes object of a render, its charts' included; returns how each was checked."""
     version = kubernetes_version(render)
-    return [validate(manifest, version) for manifest in manifests(render)]
+    checks = [validate(manifest, version) for manifest in manifests(render)]
+    for item in chart_objects(render):
+        try:
+            checks.append(validate(item.manifest, version))
+        except ManifestError as error:
+            raise ManifestError(f"{error} (rendered by {item.source})") from None
+    return checks
