@@ -163,7 +163,14 @@ def service(spec: ReplicasSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": spec.labels},
+        "metadata": {
+            "name": spec.name,
+            "namespace": spec.namespace,
+            "labels": spec.labels,
+            # The provider would wait while any endpoint is not ready, at most 10 minutes: an
+            # update during a cold start (~16 min) would time out. The Deployment awaits readiness.
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": spec.selector,

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from render.changes import changes, read_records, summary, write_records
 from render.chart import ChartError
 from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
@@ -23,6 +24,7 @@ BUILD = PROJECT_ROOT / "build"
 def _render_to(stack: str, folder: Path) -> Render:
     render = render_stack(stack)
     write(render, folder)
+    write_records(render, folder)
     return render
 
 
@@ -44,11 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--exit-code", action="store_true", help="exit 1 when they differ")
         options = parser.parse_args(args[1:])
         with tempfile.TemporaryDirectory() as scratch:
-            lines = diff(
-                _folder_or_stack(options.before, Path(scratch)),
-                _folder_or_stack(options.after, Path(scratch)),
-                labels=(options.before, options.after),
-            )
+            before = _folder_or_stack(options.before, Path(scratch))
+            after = _folder_or_stack(options.after, Path(scratch))
+            try:
+                classified = summary(changes(read_records(before), read_records(after)))
+            except FileNotFoundError as missing:
+                # A folder rendered by an older renderer (the base of a pull request, say).
+                classified = [f"resource changes: not classified ({missing})\n\n"]
+            lines = diff(before, after, labels=(options.before, options.after))
+        sys.stdout.writelines(classified)
         sys.stdout.writelines(lines)
         print(f"{changed_files(lines)} files differ between {options.before} and {options.after}")
         return 1 if lines and options.exit_code else 0

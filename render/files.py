@@ -11,9 +11,11 @@ from typing import Any
 
 import yaml
 
+from render.awaits import awaits
 from render.chart import CHART_TYPE, chart_objects, render_chart
 from render.engine import Registration, Render, redact
 
+RECORDS_FILE = "resources.json"
 PLAN_FILE = "plan.txt"
 
 # The inputs worth a glance in the plan, by resource type.
@@ -98,10 +100,12 @@ def plan(render: Render) -> str:
                 if (value := _dig(inputs, key)) is not None
             ]
             lines.append(f"  {registration.type:<55} {registration.name:<28} {' '.join(details)}".rstrip())
+            if is_manifest(registration):
+                lines.append(f"      awaits: {awaits(inputs, registration.custom_timeouts)}")
             if registration.remote and isinstance(inputs.get("values"), dict):
                 lines.extend(f"      {key} = {_short(value)}" for key, value in sorted(flatten(inputs["values"]).items()))
             if registration.type == CHART_TYPE:
-                lines.extend(f"      renders {item.label()}" for item in render_chart(registration))
+                lines.extend(f"      renders {item.label()}; awaits: {awaits(item.manifest)}" for item in render_chart(registration))
         lines.append("")
     lines.append("outputs")
     for key, value in sorted(redact(render.outputs).items()):
@@ -163,7 +167,8 @@ def write(render: Render, folder: Path) -> list[Path]:
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+    # The records are for classifying changes; the readable files show the same content.
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != RECORDS_FILE}
 
 
 def diff(before: Path, after: Path, labels: tuple[str, str] | None = None) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from render.changes import Change, render_changes
 from render.engine import Render
 from tests.conftest import render_with, rendered
 
@@ -58,3 +59,66 @@ def test_a_routine_change_alters_only_what_it_should(change: str, config: dict[s
 def test_the_stateful_set_is_not_empty() -> None:
     resources = stateful(rendered("dev"))
     assert len(resources) >= 9
+
+
+# --- update or replace, by the providers' rules -----------------------------------------------
+
+STATEFUL_TYPES = (
+    "gcp:container/cluster:Cluster",
+    "gcp:compute/network:Network",
+    "gcp:compute/subnetwork:Subnetwork",
+    "gcp:compute/futureReservation:FutureReservation",
+    "kubernetes:core/v1:PersistentVolumeClaim",
+    "kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot",
+    "kubernetes:storage.k8s.io/v1:StorageClass",
+    "kubernetes:core/v1:Namespace",
+)
+GPU_REPLICAS = ("kubernetes:apps/v1:Deployment", "vllm")
+WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z"}
+ROUTINE: list[tuple[str, str, dict[str, Any], bool]] = [
+    # (name, stack, change, whether it may roll the GPU replicas)
+    ("labels", "prod", {"labels": {"env": "prod", "team": "research"}}, False),
+    ("prices", "prod", {"capacity": {"mode": "reservation", "reservation": {"name": "a4-llm-serving"}, "pricePerNodeHour": 70.0}}, False),
+    ("benchmark settings", "dev", {"benchmark": {"enabled": True, "clientsPerNode": 3}}, False),
+    ("node count", "prod", {"nodes": 8}, False),
+    ("scale to zero", "prod", {"nodes": 0}, False),
+    ("routing", "dev", {"routing": "gateway"}, False),
+    ("autoscaling", "prod", {"autoscaling": {"enabled": True}}, False),
+    (
+        "maintenance",
+        "prod",
+        {
+            "cluster": {
+                "deletionProtection": True,
+                "maintenance": {"window": {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z"}},
+            }
+        },
+        False,
+    ),
+    ("engine flags", "prod", {"serving": {"maxNumSeqs": 4096}}, True),
+]
+
+
+def routine_changes(stack: str, config: dict[str, Any]) -> list[Change]:
+    base = rendered(stack)
+    return render_changes(base, render_with(stack, **config))
+
+
+@pytest.mark.parametrize(("change", "stack", "config", "rolls"), ROUTINE, ids=[r[0] for r in ROUTINE])
+def test_routine_changes_replace_no_stateful_resource_and_no_job(change: str, stack: str, config: dict[str, Any], rolls: bool) -> None:
+    found = routine_changes(stack, config)
+    # A price moves only the estimates; everything else must show up, or a regression would hide.
+    assert bool(found) == (change != "prices"), [c.line() for c in found]
+    harmful = [
+        c.line() for c in found if c.action in ("replace", "refused", "delete") and (c.type in STATEFUL_TYPES or c.type.endswith(":Job"))
+    ]
+    assert harmful == []
+    rolled = [c for c in found if (c.type, c.name) == GPU_REPLICAS and c.restarts_pods]
+    assert bool(rolled) == rolls, f"{change}: GPU replicas {'rolled' if rolled else 'left alone'}"
+
+
+def test_a_new_model_revision_makes_a_new_cache_beside_the_old_one() -> None:
+    found = routine_changes("prod", {"model": {"id": "Qwen/Qwen3.5-27B-FP8", "revision": "0123abc"}})
+    claims = [c for c in found if c.type == "kubernetes:core/v1:PersistentVolumeClaim"]
+    assert {c.action for c in claims} == {"create", "delete"}
+    assert not [c for c in found if c.action in ("replace", "refused")]
