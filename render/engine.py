@@ -27,6 +27,8 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from stacks.problems import StackConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 _SIG = "4dabf18193072939515e22adb298388d"
@@ -138,8 +140,17 @@ def reveal(value: Any) -> Any:
 
 
 def redact(value: Any) -> Any:
-    """The value with every secret replaced by ``[secret]``, for printing and files."""
+    """The value with every secret replaced by ``[secret]``, for printing and files.
+
+    A secret map or list keeps its shape (keys, length), which are not secret, so
+    a redacted object still validates: only the values become ``[secret]``.
+    """
     if isinstance(value, Secret):
+        inner = value.value
+        if isinstance(inner, dict):
+            return {key: redact(Secret(item)) for key, item in inner.items()}
+        if isinstance(inner, list):
+            return [redact(Secret(item)) for item in inner]
         return SECRET_PLACEHOLDER
     if isinstance(value, dict):
         return {key: redact(item) for key, item in value.items()}
@@ -205,6 +216,39 @@ class _RecordingMonitor(mocks.MockMonitor):
         return response
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; the Pulumi CLI refuses the file."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise StackConfigError([f"{Path(self.name).name}: key {key!r} appears twice (lines {seen[key]} and {line})"])
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _stack_file(path: Path) -> dict[str, Any]:
+    """The ``config:`` map of a stack file; a file the Pulumi CLI would refuse fails naming it."""
+    try:
+        with path.open() as stream:
+            # A SafeLoader that also refuses repeated keys.
+            document = yaml.load(stream, Loader=_UniqueKeys)
+    except yaml.YAMLError as error:
+        where = f" (line {error.problem_mark.line + 1})" if getattr(error, "problem_mark", None) else ""  # type: ignore[attr-defined]
+        raise StackConfigError([f"{path.name}: is not valid YAML{where}"]) from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise StackConfigError([f"{path.name}: is a {type(document).__name__}, not a mapping with a config: section"])
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackConfigError([f"{path.name}: config is a {type(config).__name__}, not a mapping of keys to values"])
+    return dict(config)
+
+
 def stack_config(stack: str, root: Path = PROJECT_ROOT) -> tuple[str, dict[str, Any]]:
     """The project name and the ``config:`` map of ``Pulumi.<stack>.yaml``."""
     project = yaml.safe_load((root / "Pulumi.yaml").read_text())["name"]
@@ -212,8 +256,7 @@ def stack_config(stack: str, root: Path = PROJECT_ROOT) -> tuple[str, dict[str, 
     if not path.exists():
         known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
         raise FileNotFoundError(f"no stack '{stack}': {path.name} does not exist; stacks here: {', '.join(known)}")
-    document = yaml.safe_load(path.read_text()) or {}
-    return project, dict(document.get("config") or {})
+    return project, _stack_file(path)
 
 
 def _engine_config(config: Mapping[str, Any], project: str) -> tuple[dict[str, str], list[str]]:

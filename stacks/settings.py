@@ -11,9 +11,13 @@ import ipaddress
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Literal
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from stacks.problems import ConfigProblem, one_of
@@ -41,7 +45,98 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # Valid for both GCP and Kubernetes: alphanumeric at both ends.
 _LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?)?$")
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti)?$")
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_QUANTITY_FACTORS = {
+    None: Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+# What an a4-highgpu-8g node (224 vCPU, 3,968 GiB) leaves a pod after GKE's
+# reservations for the kubelet and system (docs/reference.md).
+A4_POD_CPU = Decimal(220)
+A4_POD_MEMORY = Decimal(3850) * 2**30
+# The program's own labels; a stack's labels may not replace them (Stack.labels).
+PROGRAM_LABELS = ("app", "managed-by", "stack")
+# Namespaces Kubernetes and GKE manage: a stack that owned one would delete it on destroy.
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+# Ranges GCP refuses for subnets and secondary ranges (docs/reference.md).
+PROHIBITED_RANGES = tuple(
+    ipaddress.IPv4Network(r) for r in ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "255.255.255.255/32")
+)
+# Not RFC 1918, yet not public: shared address space and class E, which GKE accepts.
+NON_PUBLIC_RANGES = tuple(ipaddress.IPv4Network(r) for r in ("100.64.0.0/10", "240.0.0.0/4"))
+# Credentials vLLM and Hugging Face read from the environment.
+CREDENTIAL_VARIABLES = {"HF_TOKEN": "hfToken", "HUGGING_FACE_HUB_TOKEN": "hfToken", "VLLM_API_KEY": "apiKey"}
+# The `vllm serve` flags the program sets, and the key that sets each.
+MANAGED_FLAGS = {
+    "--model": "model.id",
+    "--served-model-name": "model.servedName",
+    "--host": "(always 0.0.0.0)",
+    "--port": "serving.port",
+    "--data-parallel-size": "serving.dataParallelSize",
+    "--max-model-len": "serving.maxModelLen",
+    "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
+    "--max-num-seqs": "serving.maxNumSeqs",
+    "--kv-cache-dtype": "serving.kvCacheDtype",
+    "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
+    "--enable-prefix-caching": "serving.enablePrefixCaching",
+    "--enable-chunked-prefill": "serving.enableChunkedPrefill",
+    "--attention-backend": "serving.attentionBackend",
+    "-O": "serving.optimizationLevel",
+    "--optimization-level": "serving.optimizationLevel",
+    "--speculative-config": "serving.mtpTokens",
+    "--mamba-cache-mode": "serving.mambaCacheMode",
+    "--mamba-block-size": "serving.mambaBlockSize",
+    "--shutdown-timeout": "drain.shutdownTimeoutSeconds",
+    "--api-key": "the apiKey secret (pulumi config set --secret apiKey)",
+}
+_FLAG = re.compile(r"^(--[a-z0-9][a-z0-9-]*|-O)(=.*)?$|^-O[0-9]$")
+# Kubernetes 1.30+ (RelaxedEnvironmentVariableValidation) takes any printable ASCII but '='.
+_ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
+
+
+@cache
+def vllm_facts() -> dict[str, Any]:
+    """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
+    loaded: dict[str, Any] = yaml.safe_load((Path(__file__).parent / "data" / "vllm.yaml").read_text())
+    return loaded
+
+
+def _config_bool(value: Any) -> Any:
+    """Only what Pulumi's own ``get_bool`` takes: true/false (and True/False), not yes, on or 1."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "True", "false", "False"):
+        return value.lower() == "true"
+    raise ConfigProblem((), value, "is not a boolean; use true or false")
+
+
+ConfigBool = Annotated[bool, BeforeValidator(_config_bool)]
+
+
+def quantity(value: str) -> Decimal:
+    """A Kubernetes quantity as a number (cores, bytes)."""
+    match = _QUANTITY.match(value)
+    if match is None:
+        raise ValueError(value)
+    try:
+        return Decimal(match.group(1)) * _QUANTITY_FACTORS[match.group(2)]
+    except InvalidOperation as error:
+        raise ValueError(value) from error
+
+
 _MACHINE_CPUS = re.compile(r"^[a-z0-9]+-[a-z]+-(\d+)$")
 _VERSION = re.compile(r"^1\.(\d+)$")
 _IMAGE_PINNED = re.compile(r"^[^:@\s]+(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
@@ -63,8 +158,25 @@ def _private_cidr(value: str) -> str:
         network = ipaddress.IPv4Network(value)
     except ValueError as exc:
         raise ConfigProblem((), value, "is not an IPv4 CIDR range such as 10.0.0.0/20") from exc
-    if not network.is_private:
-        raise ConfigProblem((), value, "is not a private range (RFC 1918)")
+    for prohibited in PROHIBITED_RANGES:
+        if network.overlaps(prohibited):
+            raise ConfigProblem(
+                (),
+                value,
+                f"overlaps {prohibited}, which GCP refuses for subnets; use RFC 1918, 100.64.0.0/10, 240.0.0.0/4 "
+                "or another range GCP allows",
+            )
+    if not (network.is_private or any(network.subnet_of(shared) for shared in NON_PUBLIC_RANGES)):
+        # Privately used public ranges need the cluster's default SNAT off, which this program does not set.
+        raise ConfigProblem(
+            (), value, "is a public range; use RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16), 100.64.0.0/10 or 240.0.0.0/4"
+        )
+    return value
+
+
+def _project_id(value: str) -> str:
+    if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", value):
+        raise ConfigProblem((), value, "is not a GCP project id: 6 to 30 lowercase letters, digits or '-', starting with a letter")
     return value
 
 
@@ -76,7 +188,7 @@ def _pinned_image(value: str) -> str:
 
 def _quantity(value: str) -> str:
     if not _QUANTITY.match(value):
-        raise ConfigProblem((), value, "is not a Kubernetes quantity such as 10, 500m, 16Gi")
+        raise ConfigProblem((), value, "is not a Kubernetes quantity such as 10, 500m, 16Gi or 1900G")
     return value
 
 
@@ -227,12 +339,12 @@ class ClusterSettings(Section):
 
     name: str = "llm-serving"
     """GKE cluster name."""
-    release_channel: Literal["rapid", "regular", "stable"] = "rapid"
+    release_channel: Literal["rapid", "regular", "stable", "extended"] = "rapid"
     """GKE release channel; the reference ran on rapid."""
     version: str = "1.35"
     """Minimum control-plane minor version. Also the Kubernetes schema rendered manifests are validated
     against, and whether GKE installs the InferencePool CRDs itself (1.34.0-gke.1626000 and later)."""
-    deletion_protection: bool = True
+    deletion_protection: ConfigBool = True
     """Refuse to delete the cluster; must be true on production stacks."""
     namespace: str = "llm-serving"
     """Namespace of every workload of the stack."""
@@ -247,6 +359,13 @@ class ClusterSettings(Section):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
+        if value in RESERVED_NAMESPACES or value.startswith(RESERVED_NAMESPACE_PREFIXES):
+            raise ConfigProblem(
+                (),
+                value,
+                "is a namespace Kubernetes or GKE manages (default, kube-*, gke-*, gmp-*); the stack would own and, "
+                "on destroy, delete it: choose another",
+            )
         return _check_name(value, 63)
 
     @field_validator("version")
@@ -308,6 +427,11 @@ class ReservationSettings(Section):
     @classmethod
     def _name(cls, value: str) -> str:
         return _check_name(value, 63)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str | None) -> str | None:
+        return value if value is None else _project_id(value)
 
     @model_validator(mode="after")
     def _same_name(self) -> ReservationSettings:
@@ -401,6 +525,13 @@ class ModelSettings(Section):
             raise ConfigProblem((), value, "is not a Hugging Face model id such as Qwen/Qwen3.5-27B-FP8")
         return value
 
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str) -> str:
+        if not value.strip() or any(c.isspace() for c in value):
+            raise ConfigProblem((), value, "is not a revision; name a branch, tag or commit such as main")
+        return value
+
     @property
     def public_name(self) -> str:
         return self.served_name or self.id
@@ -442,9 +573,9 @@ class ServingProfile(Section):
     """KV cache precision; FP8 holds ~3x the tokens (959K vs 288K per engine)."""
     gpu_memory_utilization: float = Field(default=0.92, gt=0, le=0.95)
     """Share of HBM for the engine; 0.95 with MTP ran out of memory."""
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: ConfigBool = True
     """Prefix caching (it found no hits on Qwen 3.5's hybrid layers: do not count on it)."""
-    enable_chunked_prefill: bool = True
+    enable_chunked_prefill: ConfigBool = True
     """Chunked prefill."""
     attention_backend: str | None = "FLASHINFER"
     """Attention backend; unset lets vLLM choose."""
@@ -492,16 +623,84 @@ class ServingProfile(Section):
     @field_validator("extra_args")
     @classmethod
     def _flags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        known = set(vllm_facts()["serveFlags"])
         for index, arg in enumerate(value):
-            if not arg.startswith("-"):
-                raise ConfigProblem((index,), arg, "is not a flag; write each as --name=value")
+            if not _FLAG.match(arg):
+                raise ConfigProblem((index,), arg, "is not a flag in the form --name=value (or --name for a switch)")
+            name = "-O" if arg.startswith("-O") else arg.split("=", 1)[0]
+            plain = name.replace("--no-", "--", 1)
+            if plain in MANAGED_FLAGS:
+                raise ConfigProblem((index,), arg, f"is set by the program; use {MANAGED_FLAGS[plain]} instead")
+            if name not in known:
+                raise ConfigProblem((index,), arg, f"{name} is not a flag of vllm serve 0.18.1 (stacks/data/vllm.yaml lists them)")
         return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ConfigProblem((name,), name, "is not an environment variable name Kubernetes takes: printable ASCII without '='")
+            if name in CREDENTIAL_VARIABLES:
+                key = CREDENTIAL_VARIABLES[name]
+                raise ConfigProblem(
+                    (name,),
+                    "[not shown]",
+                    f"holds a credential in plain text; remove it and run `pulumi config set --secret {key} <value>`",
+                )
+        return value
+
+    @field_validator("attention_backend")
+    @classmethod
+    def _attention_backend(cls, value: str | None) -> str | None:
+        choices = vllm_facts()["attentionBackends"]
+        if value is not None and value not in choices:
+            raise ConfigProblem((), value, f"is not an attention backend of vLLM 0.18.1; {one_of(choices)}")
+        return value
+
+    @field_validator("mamba_cache_mode")
+    @classmethod
+    def _mamba_cache_mode(cls, value: str | None) -> str | None:
+        choices = vllm_facts()["mambaCacheModes"]
+        if value is not None and value not in choices:
+            raise ConfigProblem((), value, f"is not a mamba cache mode of vLLM 0.18.1; {one_of(choices)}")
+        return value
+
+    @field_validator("cpu")
+    @classmethod
+    def _fits_cpu(cls, value: str) -> str:
+        if quantity(value) > A4_POD_CPU:
+            raise ConfigProblem((), value, f"is more CPU than an A4 node gives a pod ({A4_POD_CPU} of its 224 vCPUs)")
+        return value
+
+    @field_validator("memory")
+    @classmethod
+    def _fits_memory(cls, value: str) -> str:
+        if quantity(value) > A4_POD_MEMORY:
+            raise ConfigProblem((), value, f"is more memory than an A4 node gives a pod ({A4_POD_MEMORY / 2**30:.0f}Gi of its 3968Gi)")
+        return value
+
+    @model_validator(mode="after")
+    def _batches(self) -> ServingProfile:
+        # vLLM 0.18.1 refuses to start otherwise (vllm/config/scheduler.py, verify_max_model_len).
+        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+            raise ConfigProblem(
+                ("maxNumBatchedTokens",),
+                self.max_num_batched_tokens,
+                f"is below maxModelLen ({self.max_model_len}) with chunked prefill off, which vLLM refuses; "
+                "raise it or enable chunked prefill",
+            )
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ConfigProblem(
+                ("maxNumBatchedTokens",), self.max_num_batched_tokens, f"is below maxNumSeqs ({self.max_num_seqs}), which vLLM refuses"
+            )
+        return self
 
 
 class CacheSettings(Section):
     """The Hyperdisk ML model cache, written once and mounted read-only."""
 
-    enabled: bool = True
+    enabled: ConfigBool = True
     """Pre-stage the weights on Hyperdisk ML. Off: every replica downloads them at start."""
     size_gi: int = Field(default=100, ge=40, le=65536)
     """Volume size in GiB (the FP8 27B weights are ~29 GB; at least 40)."""
@@ -552,6 +751,12 @@ class GatewaySettings(Section):
     programmed_timeout_minutes: int = Field(default=15, ge=1, le=60)
     """How long `pulumi up` waits for the Gateway to be Programmed."""
 
+    @field_validator("existing_proxy_subnet")
+    @classmethod
+    def _subnet_name(cls, value: str | None) -> str | None:
+        # The program looks the subnet up by name in the stack's project and region.
+        return value if value is None else _check_name(value, 63)
+
     @field_validator("proxy_subnet_cidr")
     @classmethod
     def _cidr(cls, value: str) -> str:
@@ -566,7 +771,7 @@ class GatewaySettings(Section):
 class BenchmarkSettings(Section):
     """An in-cluster benchmark Job following the reference method."""
 
-    enabled: bool = False
+    enabled: ConfigBool = False
     """Run the benchmark Job on `pulumi up` (not while scaled to zero)."""
     run: int = Field(default=1, ge=1)
     """Run number; raise it to run the benchmark again (a finished Job is not re-run)."""
@@ -624,7 +829,7 @@ class BatchWindowSettings(Section):
 class AutoscalingSettings(Section):
     """Replicas follow vLLM's queue between a minimum and a maximum, down to zero when idle (KEDA)."""
 
-    enabled: bool = False
+    enabled: ConfigBool = False
     """Scale on queue depth; `nodes` is then only the replica count the Deployment is created with."""
     min_replicas: int = Field(default=0, ge=0, le=1000)
     """Fewest replicas; 0 lets an idle stack go to zero GPU nodes."""
@@ -671,9 +876,9 @@ class StackSettings(Section):
     """A4 nodes, one vLLM replica each; 0 scales to zero and keeps cluster and cache."""
     routing: Literal["clusterip", "gateway"] = "clusterip"
     """`clusterip` (round-robin Service; fastest) or `gateway` (Inference Gateway; 31-37% overhead measured)."""
-    production: bool = False
+    production: ConfigBool = False
     """Marks a production stack: deletion protection required."""
-    allow_public_exposure: bool = False
+    allow_public_exposure: ConfigBool = False
     """Opt in to an internet-facing gateway or load balancer."""
     labels: Labels
     """Extra labels on every labelled resource (app, managed-by and stack are always set)."""
@@ -705,9 +910,7 @@ class StackSettings(Section):
     @field_validator("project")
     @classmethod
     def _project(cls, value: str) -> str:
-        if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", value):
-            raise ConfigProblem((), value, "is not a GCP project id: 6 to 30 lowercase letters, digits or '-', starting with a letter")
-        return value
+        return _project_id(value)
 
     @field_validator("region")
     @classmethod
@@ -727,6 +930,8 @@ class StackSettings(Section):
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, text in value.items():
+            if key in PROGRAM_LABELS:
+                raise ConfigProblem((key,), text, f"replaces a label the program sets ({', '.join(PROGRAM_LABELS)}); use another key")
             if not _LABEL_KEY.match(key):
                 raise ConfigProblem((key,), key, "is not a label key: a-z first, then up to 62 of a-z, 0-9, '-', '_', ending alphanumeric")
             if not _LABEL_VALUE.match(text):

