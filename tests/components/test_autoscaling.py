@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from render.validation import validate_render
 from stacks.estimates import cost_per_hour, estimate
 from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
 from stacks.problems import StackConfigError
-from stacks.settings import StackSettings
+from stacks.settings import StackSettings, vllm_facts
 from tests.conftest import render_with, rendered
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -104,3 +105,11 @@ def test_scaling_bounds_that_cannot_hold_are_refused(scaling: dict[str, Any], ke
     with pytest.raises(StackConfigError) as error:
         autoscaled(**scaling)
     assert key in str(error.value) and allowed in str(error.value)
+
+
+def test_every_metric_the_scaler_reads_is_one_vllm_0_18_1_exports() -> None:
+    exported = set(vllm_facts()["metrics"])
+    for trigger in scaled_object(autoscaled())["triggers"]:
+        if trigger["type"] == "prometheus":
+            (metric,) = re.findall(r"(vllm:[a-z_]+)", trigger["metadata"]["query"])
+            assert metric in exported, metric
