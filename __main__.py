@@ -3,7 +3,7 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, ProjectApis
+from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, OBSERVABILITY_APIS, ProjectApis
 from components.autoscaling import Autoscaling
 from components.benchmark import Benchmark
 from components.capacity import Capacity
@@ -12,6 +12,7 @@ from components.credentials import Credentials
 from components.gateway import InferenceGateway
 from components.model_cache import ModelCache
 from components.network import Network
+from components.observability import Observability
 from components.proxy_subnet import ProxySubnet
 from components.replicas import Replicas
 from stacks.estimates import estimate
@@ -29,7 +30,14 @@ on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 apis = ProjectApis(
     "apis",
     settings.project,
-    BASE_APIS + (GATEWAY_APIS if specs.gateway else ()) + (AUTOSCALING_APIS if specs.autoscaling else ()),
+    tuple(
+        dict.fromkeys(
+            BASE_APIS
+            + (GATEWAY_APIS if specs.gateway else ())
+            + (AUTOSCALING_APIS if specs.autoscaling else ())
+            + (OBSERVABILITY_APIS if specs.observability else ())
+        )
+    ),
     opts=on_gcp,
 )
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
@@ -120,6 +128,10 @@ if specs.benchmark:
         ),
     )
     pulumi.export("benchmarkJob", benchmark.job_name)
+
+if specs.observability:
+    observability = Observability("observability", specs.observability, opts=after_apis)
+    pulumi.export("dashboardUrl", observability.dashboard_url)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)

@@ -70,8 +70,9 @@ def cluster_args(
             http_load_balancing=gcp.container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False),
         ),
         monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-            # DCGM exports GPU metrics; managed Prometheus scrapes vLLM's /metrics.
-            enable_components=["SYSTEM_COMPONENTS", "DCGM"],
+            # DCGM exports GPU metrics, DEPLOYMENT the replica counts the dashboard and
+            # alerts read (kube-state); managed Prometheus scrapes vLLM's /metrics.
+            enable_components=["SYSTEM_COMPONENTS", "DCGM", "DEPLOYMENT"],
             managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
         ),
         workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{project}.svc.id.goog"),

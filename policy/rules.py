@@ -64,8 +64,14 @@ GCP_WITHOUT_LABELS = frozenset(
         "gcp:compute/network:Network",
         "gcp:compute/subnetwork:Subnetwork",
         "gcp:compute/futureReservation:FutureReservation",
+        "gcp:monitoring/dashboard:Dashboard",
+        "gcp:serviceaccount/account:Account",
+        "gcp:serviceaccount/iAMMember:IAMMember",
+        "gcp:projects/iAMMember:IAMMember",
     }
 )
+# GCP resources whose labels field has another name.
+GCP_LABEL_FIELDS = {"gcp:container/cluster:Cluster": "resourceLabels", "gcp:monitoring/alertPolicy:AlertPolicy": "userLabels"}
 # Objects rendered from others' manifests (Helm charts, YAML files, kustomizations)
 # carry their authors' labels; the program cannot label them without a transform.
 THIRD_PARTY_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
@@ -568,8 +574,8 @@ def takes_labels(resource: Resource) -> bool:
 
 
 def labels_of(resource: Resource) -> Any:
-    if resource.type == CLUSTER:
-        return _unwrap(resource.inputs.get("resourceLabels"))
+    if resource.type in GCP_LABEL_FIELDS:
+        return _unwrap(resource.inputs.get(GCP_LABEL_FIELDS[resource.type]))
     if resource.type.startswith("gcp:"):
         return _unwrap(resource.inputs.get("labels"))
     return _at(resource.inputs, "metadata", "labels")

@@ -154,6 +154,9 @@ def write(render: Render, folder: Path) -> list[Path]:
         if path in written:
             raise ValueError(f"two resources render to {path}")
         written[path] = _dump(inputs)
+    for board in render.by_type("gcp:monitoring/dashboard:Dashboard"):
+        # The dashboard as Cloud Monitoring's JSON, readable (its input holds it as one string).
+        written[folder / "monitoring" / f"{board.name}.json"] = json.dumps(json.loads(board.inputs["dashboardJson"]), indent=2) + "\n"
     for item in chart_objects(render):
         metadata = item.manifest.get("metadata", {})
         path = folder / "charts" / item.release / _file_name(metadata.get("namespace", ""), item.manifest["kind"].lower(), metadata["name"])

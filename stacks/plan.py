@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from stacks import gke
+from stacks.estimates import estimate
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
@@ -22,6 +23,7 @@ from stacks.settings import (
     DrainSettings,
     GatewaySettings,
     ModelSettings,
+    ObservabilitySettings,
     ServingProfile,
     StackSettings,
     WorkloadSettings,
@@ -244,6 +246,21 @@ class BenchmarkSpec:
 
 
 @dataclass(frozen=True)
+class ObservabilitySpec:
+    project: str
+    stack: str
+    namespace: str
+    labels: dict[str, str]
+    deployment: str
+    settings: ObservabilitySettings
+    gateway: bool
+    # The stack's own throughput estimate at its node count, when a reference figure applies.
+    expected_tokens_per_second: int | None
+    # Alerts are registered only while the stack may serve: none fire for a stack scaled to zero.
+    alerting: bool
+
+
+@dataclass(frozen=True)
 class StackPlan:
     labels: dict[str, str]
     scaled_to_zero: bool
@@ -253,6 +270,7 @@ class StackPlan:
     gateway: GatewaySpec | None
     benchmark: BenchmarkSpec | None
     autoscaling: AutoscalingSpec | None
+    observability: ObservabilitySpec | None
 
 
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
@@ -316,4 +334,17 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         gateway=gateway,
         benchmark=benchmark,
         autoscaling=autoscaling,
+        observability=ObservabilitySpec(
+            project=settings.project,
+            stack=stack,
+            namespace=namespace,
+            labels=labels,
+            deployment=REPLICAS,
+            settings=settings.observability,
+            gateway=gateway is not None,
+            expected_tokens_per_second=estimate(settings).tokens_per_second,
+            alerting=not scaled_to_zero,
+        )
+        if settings.observability.enabled
+        else None,
     )

@@ -13,11 +13,19 @@ from tests.conftest import render_with, rendered
 # Replacing any of these loses data or an expensive, slow-to-rebuild resource.
 STATEFUL_COMPONENTS = ("llm:platform:Network", "llm:platform:Cluster", "llm:storage:ModelCache")
 
+# The throughput alert follows the stack's own estimate, which engine flags, nodes and routing move.
+THROUGHPUT_ALERT = ("gcp:monitoring/alertPolicy:AlertPolicy", "throughput-low")
+ALERTS = {
+    ("gcp:monitoring/alertPolicy:AlertPolicy", name)
+    for name in ("replicas-not-ready", "queue-depth", "kv-cache-full", "time-to-first-token")
+}
+
 # change -> the resources (type, name) whose inputs it may alter; everything else must stay identical.
 CHANGES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
-    ("engine flags", {"serving": {"maxNumSeqs": 4096, "mtpTokens": 0}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
-    ("node count", {"nodes": 4}, {("kubernetes:apps/v1:Deployment", "vllm")}),
-    ("scale to zero", {"nodes": 0}, {("kubernetes:apps/v1:Deployment", "vllm")}),
+    ("engine flags", {"serving": {"maxNumSeqs": 4096, "mtpTokens": 0}}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT}),
+    ("node count", {"nodes": 4}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT}),
+    # Scaled to zero, the stack registers no alert policy (and its dashboard stays).
+    ("scale to zero", {"nodes": 0}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT, *ALERTS}),
     ("engine image", {"serving": {"image": "vllm/vllm-openai:v0.18.2"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("capacity mode", {"capacity": {"mode": "flex-start"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("cold start budget", {"serving": {"coldStartMinutes": 40}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
@@ -32,6 +40,8 @@ CHANGES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
             ("kubernetes:helm.sh/v4:Chart", "endpoint-picker"),
             ("kubernetes:gateway.networking.k8s.io/v1:Gateway", "inference-gateway"),
             ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "vllm"),
+            ("gcp:monitoring/dashboard:Dashboard", "dashboard"),
+            THROUGHPUT_ALERT,
         },
     ),
 ]

@@ -11,7 +11,7 @@ Reads the source with ``ast`` (vLLM is not imported; it needs a GPU stack):
   ``--no-<flag>`` (``argparse.BooleanOptionalAction``, see ``get_kwargs``);
 - the attention backends (members of ``AttentionBackendEnum``) and the mamba
   cache modes (the ``MambaCacheMode`` literal);
-- the Prometheus metric names the engine exports (``name="vllm:..."``).
+- the Prometheus metrics the engine exports (``name="vllm:..."``) with their kind.
 """
 
 from __future__ import annotations
@@ -79,14 +79,19 @@ def mamba_cache_modes(root: Path) -> list[str]:
 
 
 def metrics(root: Path) -> list[str]:
-    names: set[str] = set()
+    """``name kind`` of each metric: the kind from the constructor (``_counter_cls``, ``_gauge_cls``, ...)."""
+    found: set[str] = set()
     for path in (root / "v1").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.keyword) and node.arg == "name" and isinstance(node.value, ast.Constant):
-                value = node.value.value
-                if isinstance(value, str) and value.startswith("vllm:"):
-                    names.add(value)
-    return sorted(names)
+            if not isinstance(node, ast.Call):
+                continue
+            callee = ast.unparse(node.func).lower()
+            kind = next((k for k in ("counter", "gauge", "histogram") if k in callee), None)
+            for keyword in node.keywords:
+                value = keyword.value.value if isinstance(keyword.value, ast.Constant) else None
+                if kind and keyword.arg == "name" and isinstance(value, str) and value.startswith("vllm:"):
+                    found.add(f"{value} {kind}")
+    return sorted(found)
 
 
 def main(source: str, url: str, sha256: str) -> None:

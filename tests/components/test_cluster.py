@@ -20,7 +20,7 @@ def test_dev_cluster_is_regional_autopilot_on_the_rapid_channel() -> None:
 
 def test_cluster_scrapes_gpu_metrics_with_managed_prometheus() -> None:
     monitoring = rendered("dev").one("gcp:container/cluster:Cluster").inputs["monitoringConfig"]
-    assert set(monitoring["enableComponents"]) == {"SYSTEM_COMPONENTS", "DCGM"}
+    assert set(monitoring["enableComponents"]) == {"SYSTEM_COMPONENTS", "DCGM", "DEPLOYMENT"}
     assert monitoring["managedPrometheus"] == {"enabled": True}
 
 

@@ -117,7 +117,7 @@ def test_every_flag_the_program_sets_is_a_managed_vllm_flag() -> None:
 def test_the_vllm_facts_hold_what_the_defaults_use() -> None:
     facts = vllm_facts()
     assert "FLASHINFER" in facts["attentionBackends"] and facts["mambaCacheModes"] == ["all", "align", "none"]
-    assert {"vllm:num_requests_waiting", "vllm:num_requests_running"} <= set(facts["metrics"])
+    assert {"vllm:num_requests_waiting gauge", "vllm:num_requests_running gauge"} <= set(facts["metrics"])
 
 
 # --- stack files ---------------------------------------------------------------------------------

@@ -1,0 +1,201 @@
+"""The stack's dashboard and alerts in Cloud Monitoring, on what Managed Prometheus collects.
+
+vLLM's metrics (the replicas' PodMonitoring), GKE's DCGM GPU metrics, GKE's
+kube-state Deployment metrics and, in gateway mode, the endpoint picker's pool
+metrics. Every query is PromQL; pure builders make the queries, the dashboard
+JSON and the alert conditions, and ``Observability`` only registers them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.options import child_options
+from stacks.plan import ObservabilitySpec
+
+COLUMNS = 48
+TILE_WIDTH = 24
+TILE_HEIGHT = 16
+WINDOW = "5m"
+
+
+def _on(spec: ObservabilitySpec) -> str:
+    return f'namespace="{spec.namespace}"'
+
+
+def _rate(metric: str, spec: ObservabilitySpec) -> str:
+    return f"sum(rate({metric}{{{_on(spec)}}}[{WINDOW}]))"
+
+
+def _quantile(q: float, histogram: str, spec: ObservabilitySpec) -> str:
+    return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{{{_on(spec)}}}[{WINDOW}])))"
+
+
+def _replicas(metric: str, spec: ObservabilitySpec) -> str:
+    return f'sum({metric}{{{_on(spec)},deployment="{spec.deployment}"}})'
+
+
+def tokens_per_second(spec: ObservabilitySpec) -> str:
+    return f"{_rate('vllm:prompt_tokens_total', spec)} + {_rate('vllm:generation_tokens_total', spec)}"
+
+
+def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
+    """(title, PromQL queries) of each chart, in order."""
+    found = [
+        ("Tokens/s: prompt, generation", [_rate("vllm:prompt_tokens_total", spec), _rate("vllm:generation_tokens_total", spec)]),
+        ("Requests running, waiting", [f"sum(vllm:num_requests_running{{{_on(spec)}}})", f"sum(vllm:num_requests_waiting{{{_on(spec)}}})"]),
+        ("KV-cache usage, highest engine", [f"max(vllm:kv_cache_usage_perc{{{_on(spec)}}})"]),
+        (
+            "Time to first token (s): p50, p99",
+            [_quantile(0.5, "vllm:time_to_first_token_seconds", spec), _quantile(0.99, "vllm:time_to_first_token_seconds", spec)],
+        ),
+        (
+            "Time per output token (s): p50, p99",
+            [
+                _quantile(0.5, "vllm:request_time_per_output_token_seconds", spec),
+                _quantile(0.99, "vllm:request_time_per_output_token_seconds", spec),
+            ],
+        ),
+        (
+            "Inter-token latency (s): p50, p99",
+            [_quantile(0.5, "vllm:inter_token_latency_seconds", spec), _quantile(0.99, "vllm:inter_token_latency_seconds", spec)],
+        ),
+        ("Preemptions/s", [_rate("vllm:num_preemptions_total", spec)]),
+        (
+            "Speculative decoding: accepted / draft tokens",
+            [f"{_rate('vllm:spec_decode_num_accepted_tokens_total', spec)} / {_rate('vllm:spec_decode_num_draft_tokens_total', spec)}"],
+        ),
+        ("GPU utilisation (%), mean", ["avg(DCGM_FI_DEV_GPU_UTIL)"]),
+        ("GPU memory used (MiB), total", ["sum(DCGM_FI_DEV_FB_USED)"]),
+        ("GPU power (W), total", ["sum(DCGM_FI_DEV_POWER_USAGE)"]),
+        (
+            "Replicas: ready, desired",
+            [_replicas("kube_deployment_status_replicas_available", spec), _replicas("kube_deployment_spec_replicas", spec)],
+        ),
+    ]
+    if spec.gateway:
+        found.append(
+            (
+                "Endpoint picker: pool queue, KV cache, ready pods",
+                [
+                    f"max(inference_pool_average_queue_size{{{_on(spec)}}})",
+                    f"max(inference_pool_average_kv_cache_utilization{{{_on(spec)}}})",
+                    f"max(inference_pool_ready_pods{{{_on(spec)}}})",
+                ],
+            )
+        )
+    return found
+
+
+def dashboard(spec: ObservabilitySpec) -> dict[str, Any]:
+    """The Cloud Monitoring dashboard (its JSON form), two charts a row."""
+    tiles = [
+        {
+            "xPos": (index % 2) * TILE_WIDTH,
+            "yPos": (index // 2) * TILE_HEIGHT,
+            "width": TILE_WIDTH,
+            "height": TILE_HEIGHT,
+            "widget": {
+                "title": title,
+                "xyChart": {
+                    "dataSets": [{"timeSeriesQuery": {"prometheusQuery": query}, "plotType": "LINE"} for query in queries],
+                },
+            },
+        }
+        for index, (title, queries) in enumerate(charts(spec))
+    ]
+    return {"displayName": f"LLM serving: {spec.stack}", "mosaicLayout": {"columns": COLUMNS, "tiles": tiles}}
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    query: str
+    means: str
+    action: str
+
+
+def alerts(spec: ObservabilitySpec) -> list[Alert]:
+    """The alert conditions; each reads only series a serving stack has, so none fires at zero replicas."""
+    settings = spec.settings
+    found = [
+        Alert(
+            "replicas-not-ready",
+            f"{_replicas('kube_deployment_status_replicas_available', spec)} < {_replicas('kube_deployment_spec_replicas', spec)}",
+            "Fewer replicas are available than the Deployment asks for.",
+            "kubectl -n NAMESPACE describe pods -l app.kubernetes.io/name=vllm: Pending means no A4 capacity; "
+            "CrashLoopBackOff means read the vLLM log.",
+        ),
+        Alert(
+            "queue-depth",
+            f"sum(vllm:num_requests_waiting{{{_on(spec)}}}) > {settings.waiting_requests}",
+            "Requests are waiting faster than the replicas take them.",
+            "Add replicas (nodes, or autoscaling.maxReplicas), or slow the clients.",
+        ),
+        Alert(
+            "kv-cache-full",
+            f"max(vllm:kv_cache_usage_perc{{{_on(spec)}}}) > {settings.kv_cache_usage}",
+            "An engine's KV cache is nearly full: it preempts requests and throughput falls.",
+            "Lower serving.maxNumSeqs, or check serving.maxModelLen against the requests.",
+        ),
+        Alert(
+            "time-to-first-token",
+            f"{_quantile(0.99, 'vllm:time_to_first_token_seconds', spec)} > {settings.ttft_p99_seconds}",
+            f"The p99 time to first token is above its objective ({settings.ttft_p99_seconds} s).",
+            "Check the queue and KV-cache charts; add replicas if both are high.",
+        ),
+    ]
+    if spec.expected_tokens_per_second:
+        floor = round(spec.expected_tokens_per_second * settings.throughput_fraction)
+        # Under load: the replicas hold requests, so a low rate is not an idle stack.
+        found.append(
+            Alert(
+                "throughput-low",
+                f"({tokens_per_second(spec)}) < {floor} and on() sum(vllm:num_requests_running{{{_on(spec)}}}) > 0",
+                f"Under load, tokens/s fell below {settings.throughput_fraction:.0%} of the stack's estimate.",
+                "Compare GPU utilisation and preemptions; a replica on a slow or failing node shows up there.",
+            )
+        )
+    return found
+
+
+class Observability(pulumi.ComponentResource):
+    """Registers the dashboard and, while the stack may serve, its alert policies."""
+
+    def __init__(self, name: str, spec: ObservabilitySpec, *, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm:observability:Observability", name, None, opts)
+        child = child_options(self, opts)
+        board = gcp.monitoring.Dashboard(
+            "dashboard", project=spec.project, dashboard_json=json.dumps(dashboard(spec), sort_keys=True), opts=child
+        )
+        self.dashboard_url = board.id.apply(
+            lambda path: f"https://console.cloud.google.com/monitoring/dashboards/builder/{path.rsplit('/', 1)[-1]}?project={spec.project}"
+        )
+        settings = spec.settings
+        for alert in alerts(spec) if spec.alerting else []:
+            gcp.monitoring.AlertPolicy(
+                alert.name,
+                project=spec.project,
+                display_name=f"{spec.stack}: {alert.name}",
+                combiner="OR",
+                conditions=[
+                    gcp.monitoring.AlertPolicyConditionArgs(
+                        display_name=alert.name,
+                        condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
+                            query=alert.query, duration=f"{settings.minutes * 60}s", evaluation_interval="60s"
+                        ),
+                    )
+                ],
+                documentation=gcp.monitoring.AlertPolicyDocumentationArgs(
+                    content=f"{alert.means}\n\nWhat to do: {alert.action.replace('NAMESPACE', spec.namespace)}", mime_type="text/markdown"
+                ),
+                notification_channels=list(settings.notification_channels),
+                user_labels=spec.labels,
+                opts=child,
+            )
+        self.register_outputs({"dashboardUrl": self.dashboard_url})

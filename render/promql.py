@@ -1,0 +1,96 @@
+"""PromQL checked offline: parsed by a real PromQL parser, every metric it reads one that is exported.
+
+``promql-parser`` (PyPI; Python bindings of the Rust parser GreptimeDB uses)
+parses each query; the walk collects the metric names its selectors read, and
+``stacks.metrics.series_problem`` holds them to vLLM's, GKE's DCGM and
+kube-state, and the endpoint picker's lists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import promql_parser
+
+from render.engine import Render
+from stacks.metrics import series_problem
+
+_CHILDREN = ("lhs", "rhs", "expr", "args", "param", "vector_selector")
+
+
+class PromQLError(ValueError):
+    pass
+
+
+def _selectors(node: Any) -> Iterator[Any]:
+    if type(node).__name__ == "VectorSelector":
+        yield node
+    for attribute in _CHILDREN:
+        child = getattr(node, attribute, None)
+        for item in child if isinstance(child, list) else [child]:
+            if item is not None and type(item).__module__.startswith("promql_parser"):
+                yield from _selectors(item)
+
+
+def metric_names(query: str) -> set[str]:
+    """The metric names ``query`` reads; raises ``PromQLError`` when it does not parse."""
+    try:
+        tree = promql_parser.parse(query)
+    except ValueError as error:
+        raise PromQLError(f"{query!r} is not PromQL: {error}") from None
+    names: set[str] = set()
+    for selector in _selectors(tree):
+        if selector.name:
+            names.add(str(selector.name))
+    return names
+
+
+def problems(query: str) -> list[str]:
+    """What is wrong with a query: it does not parse, or reads a metric nothing exports."""
+    try:
+        names = metric_names(query)
+    except PromQLError as error:
+        return [str(error)]
+    return [problem for name in sorted(names) if (problem := series_problem(name))]
+
+
+DASHBOARD_TYPE = "gcp:monitoring/dashboard:Dashboard"
+ALERT_TYPE = "gcp:monitoring/alertPolicy:AlertPolicy"
+SCALED_OBJECT_TYPE = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+DASHBOARD_SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "monitoring" / "dashboard.schema.json"
+
+
+def stack_queries(render: Render) -> list[tuple[str, str]]:
+    """(where, PromQL) of every query the stack registers: dashboard charts, alert conditions, scaler triggers."""
+    found: list[tuple[str, str]] = []
+    for board in render.by_type(DASHBOARD_TYPE):
+        layout = json.loads(board.inputs["dashboardJson"])
+        for tile in layout["mosaicLayout"]["tiles"]:
+            widget = tile["widget"]
+            found += [
+                (f"dashboard chart {widget['title']!r}", d["timeSeriesQuery"]["prometheusQuery"]) for d in widget["xyChart"]["dataSets"]
+            ]
+    for policy in render.by_type(ALERT_TYPE):
+        for condition in policy.inputs["conditions"]:
+            found.append((f"alert {policy.name}", condition["conditionPrometheusQueryLanguage"]["query"]))
+    for scaler in render.by_type(SCALED_OBJECT_TYPE):
+        for trigger in scaler.inputs["spec"]["triggers"]:
+            if trigger["type"] == "prometheus":
+                found.append((f"scaler trigger {trigger['name']}", trigger["metadata"]["query"]))
+    return found
+
+
+def check_monitoring(render: Render) -> int:
+    """Raises ``PromQLError`` naming every broken query or dashboard; returns how many queries were checked."""
+    found = [f"{where}: {problem}" for where, query in stack_queries(render) for problem in problems(query)]
+    schema = json.loads(DASHBOARD_SCHEMA.read_text())
+    for board in render.by_type(DASHBOARD_TYPE):
+        for error in jsonschema.Draft7Validator(schema).iter_errors(json.loads(board.inputs["dashboardJson"])):
+            found.append(f"dashboard {board.name}: {'.'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}")
+    if found:
+        raise PromQLError(f"{len(found)} monitoring problem(s):\n" + "\n".join(f"  - {p}" for p in found))
+    return len(stack_queries(render))

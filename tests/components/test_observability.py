@@ -1,0 +1,120 @@
+"""The dashboard and alerts: every query real PromQL on exported metrics, no alert at zero nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from render.engine import Render, reveal
+from render.promql import PromQLError, check_monitoring, metric_names, problems
+from stacks.problems import StackConfigError
+from tests.conftest import STACKS, render_with, rendered
+
+DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
+ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
+CHANNEL = "projects/llm-serving-prod/notificationChannels/123456"
+
+
+def board(render: Render) -> dict[str, Any]:
+    layout: dict[str, Any] = json.loads(render.one(DASHBOARD).inputs["dashboardJson"])
+    return layout
+
+
+def titles(render: Render) -> list[str]:
+    return [tile["widget"]["title"] for tile in board(render)["mosaicLayout"]["tiles"]]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_query_of_every_stack_is_promql_on_exported_metrics(stack: str) -> None:
+    assert check_monitoring(rendered(stack)) >= 20
+
+
+def test_the_dashboard_shows_what_an_operator_needs_and_its_url_is_an_output() -> None:
+    shown = " | ".join(titles(rendered("prod")))
+    for topic in ("Tokens/s", "running, waiting", "KV-cache", "first token", "per output token", "Inter-token", "Preemptions"):
+        assert topic in shown
+    for topic in ("Speculative decoding", "GPU utilisation", "GPU memory", "GPU power", "Replicas: ready, desired"):
+        assert topic in shown
+    assert "Endpoint picker" not in shown and "Endpoint picker" in " | ".join(titles(rendered("gateway")))
+    assert reveal(rendered("prod").outputs)["dashboardUrl"].startswith("https://console.cloud.google.com/monitoring/dashboards/")
+
+
+def test_latency_charts_read_histogram_buckets_for_p50_and_p99() -> None:
+    queries = [
+        d["timeSeriesQuery"]["prometheusQuery"]
+        for t in board(rendered("dev"))["mosaicLayout"]["tiles"]
+        for d in t["widget"]["xyChart"]["dataSets"]
+    ]
+    ttft = [q for q in queries if "time_to_first_token" in q]
+    assert {q.split(",")[0] for q in ttft} == {"histogram_quantile(0.5", "histogram_quantile(0.99"}
+    assert all(metric_names(q) == {"vllm:time_to_first_token_seconds_bucket"} for q in ttft)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("sum(vllm:num_requests_wating)", "no vLLM, DCGM, kube-state or endpoint-picker metric"),
+        ("sum(rate(vllm:prompt_tokens[5m]))", "is a counter; query vllm:prompt_tokens_total"),
+        ("histogram_quantile(0.9, rate(vllm:time_to_first_token_seconds[5m]))", "is a histogram"),
+        ("avg(DCGM_FI_DEV_XID_ERRORS)", "no vLLM, DCGM"),
+        ("sum(rate(vllm:prompt_tokens_total[5m])", "is not PromQL"),
+    ],
+    ids=["misspelt", "counter without _total", "histogram without _bucket", "not exported by GKE's DCGM", "broken"],
+)
+def test_a_misspelt_metric_or_broken_promql_is_caught(query: str, expected: str) -> None:
+    assert any(expected in problem for problem in problems(query))
+
+
+def test_the_render_fails_on_a_broken_query_naming_where_it_is() -> None:
+    render = render_with("dev")
+    policy = next(r for r in render.by_type(ALERT) if r.name == "queue-depth")
+    policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"] = "sum(vllm:num_requests_wating) > 1"
+    with pytest.raises(PromQLError, match="alert queue-depth: vllm:num_requests_wating"):
+        check_monitoring(render)
+
+
+def test_a_dashboard_of_the_wrong_shape_fails_the_render() -> None:
+    render = render_with("dev")
+    layout = board(render)
+    layout["mosaicLayout"]["tiles"][0]["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["promQL"] = "x"
+    render.one(DASHBOARD).inputs["dashboardJson"] = json.dumps(layout)
+    with pytest.raises(PromQLError, match="Additional properties are not allowed"):
+        check_monitoring(render)
+
+
+def test_a_stack_scaled_to_zero_registers_no_alert_and_keeps_its_dashboard() -> None:
+    idle = render_with("prod", nodes=0)
+    assert idle.by_type(ALERT) == [] and idle.by_type(DASHBOARD)
+    assert len(rendered("prod").by_type(ALERT)) == 5
+
+
+def test_alert_queries_read_only_series_a_serving_stack_has() -> None:
+    # Autoscaled to zero the policies stay; then no vLLM series exists and desired replicas are 0,
+    # so each condition compares nothing, or 0 < 0: none can fire.
+    for policy in render_with("prod", autoscaling={"enabled": True}).by_type(ALERT):
+        query = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+        names = metric_names(query)
+        assert names and all(n.startswith(("vllm:", "kube_deployment_")) for n in names), query
+        if policy.name == "replicas-not-ready":
+            assert "kube_deployment_spec_replicas" in query and " < " in query
+
+
+def test_the_throughput_alert_follows_the_stacks_own_estimate_and_needs_load() -> None:
+    query = next(r for r in rendered("prod").by_type(ALERT) if r.name == "throughput-low").inputs["conditions"][0][
+        "conditionPrometheusQueryLanguage"
+    ]["query"]
+    assert f"< {round(1_103_941 * 0.5)}" in query and "vllm:num_requests_running" in query
+    unmeasured = render_with("prod", serving={"maxNumSeqs": 4096})
+    assert "throughput-low" not in {r.name for r in unmeasured.by_type(ALERT)}
+
+
+def test_notification_channels_reach_every_policy_and_bad_ones_are_refused() -> None:
+    render = render_with("prod", observability={"notificationChannels": [CHANNEL], "minutes": 5})
+    for policy in render.by_type(ALERT):
+        assert policy.inputs["notificationChannels"] == [CHANNEL]
+        assert policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["duration"] == "300s"
+        assert "What to do:" in policy.inputs["documentation"]["content"]
+    with pytest.raises(StackConfigError, match=r"llm:observability.notificationChannels\[0\]: 'oncall@example.com'"):
+        render_with("prod", observability={"notificationChannels": ["oncall@example.com"]})
