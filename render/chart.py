@@ -121,8 +121,10 @@ def render_chart(registration: Registration) -> list[ChartObject]:
     return objects
 
 
-# Kinds without a namespace among those charts render.
-_CLUSTER_SCOPED = {
+# Kinds without a namespace, among those the program and its charts create.
+CLUSTER_SCOPED = {
+    "VolumeSnapshotClass",
+    "ComputeClass",
     "ClusterRole",
     "ClusterRoleBinding",
     "CustomResourceDefinition",
@@ -136,7 +138,7 @@ _CLUSTER_SCOPED = {
 
 
 def _cluster_scoped(manifest: dict[str, Any]) -> bool:
-    return manifest.get("kind") in _CLUSTER_SCOPED
+    return manifest.get("kind") in CLUSTER_SCOPED
 
 
 def chart_objects(render: Render) -> list[ChartObject]:

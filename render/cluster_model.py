@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from render.chart import chart_objects
+from render.chart import CLUSTER_SCOPED, chart_objects
 from render.engine import Render, Secret
 from render.files import is_manifest
 
@@ -24,19 +24,6 @@ BUILT_IN_COMPUTE_CLASSES = {"autopilot", "autopilot-spot", "Balanced", "Performa
 # GKE's Gateway controller accepts no HTTPRoute timeouts (docs/reference.md).
 GKE_GATEWAY_CLASSES_PREFIX = "gke-"
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
-_CLUSTER_SCOPED = {
-    "Namespace",
-    "StorageClass",
-    "VolumeSnapshotClass",
-    "ComputeClass",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "CustomResourceDefinition",
-    "APIService",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-    "PriorityClass",
-}
 
 
 @dataclass(frozen=True)
@@ -61,7 +48,7 @@ class Sourced:
 
     @property
     def namespace(self) -> str:
-        return "" if self.kind in _CLUSTER_SCOPED else str(self.manifest.get("metadata", {}).get("namespace") or "default")
+        return "" if self.kind in CLUSTER_SCOPED else str(self.manifest.get("metadata", {}).get("namespace") or "default")
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
