@@ -66,6 +66,13 @@ def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
         for key in SECRET_KEYS
         if key in raw and not runtime_config.is_config_secret(f"{namespace}:{key}")
     ]
+    # Settings carry no secret-ness: a secret set there would reach a manifest in plain text.
+    problems += [
+        f"{namespace}:{key}: is set as a secret, but only {' and '.join(SECRET_KEYS)} are kept secret; "
+        "keep credentials in those, or set this key without --secret"
+        for key in raw
+        if key not in SECRET_KEYS and runtime_config.is_config_secret(f"{namespace}:{key}")
+    ]
     values = {key: _parse(value) for key, value in raw.items() if key not in SECRET_KEYS}
     try:
         settings = StackSettings.model_validate(values)

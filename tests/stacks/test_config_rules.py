@@ -168,3 +168,9 @@ def test_secure_values_in_the_stack_file_render_as_secrets() -> None:
     render = render_stack("dev", config=config)
     assert validate_render(render)
     assert len(render.by_type("kubernetes:core/v1:Secret")) == 2
+
+
+def test_a_secret_elsewhere_than_the_credential_keys_is_refused_rather_than_rendered_in_plain_text() -> None:
+    config = {**stack_file_config("dev"), "llm:serving": {"secure": "v1:abc"}}
+    with pytest.raises(StackConfigError, match="llm:serving: is set as a secret, but only hfToken and apiKey"):
+        render_stack("dev", config=config)
