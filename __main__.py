@@ -3,7 +3,7 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, OBSERVABILITY_APIS, ProjectApis
+from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, OBSERVABILITY_APIS, REGISTRY_APIS, ProjectApis
 from components.autoscaling import Autoscaling
 from components.benchmark import Benchmark
 from components.capacity import Capacity
@@ -14,6 +14,7 @@ from components.model_cache import ModelCache
 from components.network import Network
 from components.observability import Observability
 from components.proxy_subnet import ProxySubnet
+from components.registry import ImageRegistry
 from components.replicas import Replicas
 from stacks.estimates import estimate
 from stacks.loading import load
@@ -36,12 +37,15 @@ apis = ProjectApis(
             + (GATEWAY_APIS if specs.gateway else ())
             + (AUTOSCALING_APIS if specs.autoscaling else ())
             + (OBSERVABILITY_APIS if specs.observability else ())
+            + (REGISTRY_APIS if settings.registry.enabled else ())
         )
     ),
     opts=on_gcp,
 )
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
-network = Network("network", settings.network, project=settings.project, region=settings.region, opts=after_apis)
+network = Network(
+    "network", settings.network, project=settings.project, region=settings.region, nat=settings.cluster.private_nodes, opts=after_apis
+)
 cluster = Cluster(
     "cluster",
     settings.cluster,
@@ -50,8 +54,19 @@ cluster = Cluster(
     project=settings.project,
     region=settings.region,
     labels=labels,
+    open_control_plane=settings.allow_open_control_plane,
     opts=after_apis,
 )
+if settings.registry.enabled:
+    ImageRegistry(
+        "registry",
+        settings.registry.repository,
+        project=settings.project,
+        region=settings.region,
+        labels=labels,
+        reader=cluster.node_identity.member,
+        opts=after_apis,
+    )
 
 # Everything below lives in the cluster, in its workload namespace.
 in_cluster = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[cluster.namespace]))

@@ -11,6 +11,8 @@ BASE_APIS = ("compute.googleapis.com", "container.googleapis.com")
 GATEWAY_APIS = ("networkservices.googleapis.com",)
 # KEDA reads the queue from Managed Prometheus as its own service account.
 AUTOSCALING_APIS = ("monitoring.googleapis.com", "iam.googleapis.com")
+# Images through a remote repository.
+REGISTRY_APIS = ("artifactregistry.googleapis.com",)
 # Dashboards and alert policies.
 OBSERVABILITY_APIS = ("monitoring.googleapis.com",)
 

@@ -228,7 +228,6 @@ def job_name(spec: BenchmarkSpec) -> str:
 
 def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | None, hf_token: SecretRef | None) -> dict[str, Any]:
     """The benchmark Job; ``base_url`` (the server's root) reaches the script as ``$BASE_URL``."""
-    bench = spec.benchmark
     component = {"app.kubernetes.io/component": NAME}
     env: list[dict[str, Any]] = [
         {"name": URL_VARIABLE, "value": base_url},
@@ -263,7 +262,7 @@ def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | N
                     "containers": [
                         {
                             "name": NAME,
-                            "image": bench.image,
+                            "image": spec.image,
                             "command": ["bash", "-c", benchmark_script(spec, URL_FROM_ENV)],
                             "env": env,
                             "resources": guaranteed({"cpu": CPU, "memory": MEMORY, "ephemeral-storage": EPHEMERAL_STORAGE}),

@@ -46,7 +46,10 @@ def cluster_args(
     network: pulumi.Input[str],
     subnetwork: pulumi.Input[str],
     labels: dict[str, str],
+    node_identity: pulumi.Input[str],
+    open_control_plane: bool = False,
 ) -> gcp.container.ClusterArgs:
+    networks = settings.authorized_networks
     return gcp.container.ClusterArgs(
         name=settings.name,
         project=project,
@@ -77,13 +80,38 @@ def cluster_args(
         ),
         workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{project}.svc.id.goog"),
         maintenance_policy=maintenance_policy(settings.maintenance),
+        # Nodes get no public IP; the DNS endpoint takes kubectl and Pulumi through IAM from anywhere;
+        # the IP endpoint is internal unless authorized networks (or the open opt-in) say otherwise.
+        private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+            enable_private_nodes=settings.private_nodes, enable_private_endpoint=not networks and not open_control_plane
+        ),
+        control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+            dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(allow_external_traffic=True),
+            ip_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(enabled=True),
+        ),
+        master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+            cidr_blocks=[gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=cidr) for cidr in networks],
+            gcp_public_cidrs_access_enabled=False,
+        )
+        if networks
+        else None,
+        # The nodes' own identity, so image pulls and metrics need no Compute Engine default account.
+        cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
+            auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                service_account=node_identity, oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"]
+            )
+        ),
         deletion_protection=settings.deletion_protection,
         resource_labels=labels,
     )
 
 
-def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig that authenticates through gke-gcloud-auth-plugin: it holds no credential."""
+def kubeconfig(cluster_name: str, dns_endpoint: str) -> str:
+    """A kubeconfig for the DNS endpoint, authenticated through gke-gcloud-auth-plugin: it holds no credential.
+
+    The DNS endpoint serves a publicly trusted certificate and authorises by IAM, so it needs no
+    CA data and no IP allowlist: it works from a laptop and from CI alike.
+    """
     user = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
@@ -95,12 +123,20 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
     document = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster_name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}],
+        "clusters": [{"name": cluster_name, "cluster": {"server": f"https://{dns_endpoint}"}}],
         "users": [{"name": cluster_name, "user": user}],
         "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
         "current-context": cluster_name,
     }
     return yaml.safe_dump(document, sort_keys=True)
+
+
+NODE_ROLE = "roles/container.defaultNodeServiceAccount"
+
+
+def _dns_endpoint(config: gcp.container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str:
+    dns = config.dns_endpoint_config if config else None
+    return (dns.endpoint if dns else None) or ""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -116,19 +152,39 @@ class Cluster(pulumi.ComponentResource):
         project: str,
         region: str,
         labels: dict[str, str],
+        open_control_plane: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Cluster", name, None, opts)
+        child = child_options(self, opts)
+        self.node_identity = gcp.serviceaccount.Account(
+            "nodes",
+            account_id=f"{settings.name}-nodes"[:30].rstrip("-"),
+            display_name="GKE nodes of the LLM serving stack",
+            project=project,
+            opts=child,
+        )
+        # GKE's least-privilege role for node identities (logging, monitoring, metadata).
+        node_role = gcp.projects.IAMMember(
+            "nodes-default-role", project=project, role=NODE_ROLE, member=self.node_identity.member, opts=child
+        )
         self.cluster = gcp.container.Cluster(
             "gke",
-            cluster_args(settings, project=project, region=region, network=network, subnetwork=subnetwork, labels=labels),
-            opts=child_options(self, opts),
+            cluster_args(
+                settings,
+                project=project,
+                region=region,
+                network=network,
+                subnetwork=subnetwork,
+                labels=labels,
+                node_identity=self.node_identity.email,
+                open_control_plane=open_control_plane,
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[node_role])),
         )
         self.name = self.cluster.name
-        self.endpoint = self.cluster.endpoint
-        config = pulumi.Output.all(self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate).apply(
-            lambda parts: kubeconfig(str(parts[0]), str(parts[1]), str(parts[2]))
-        )
+        self.endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        config = pulumi.Output.all(self.cluster.name, self.endpoint).apply(lambda parts: kubeconfig(str(parts[0]), str(parts[1])))
         self.provider = k8s.Provider("gke", kubeconfig=config, opts=pulumi.ResourceOptions(parent=self))
         self.namespace = k8s.core.v1.Namespace(
             "workloads",

@@ -135,7 +135,7 @@ def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "download",
-                            "image": cache.download_image,
+                            "image": spec.download_image,
                             "command": ["bash", "-c", download_script(spec)],
                             "env": env,
                             "resources": guaranteed({"cpu": "4", "memory": "16Gi", "ephemeral-storage": "10Gi"}),

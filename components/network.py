@@ -9,6 +9,9 @@ from components.options import child_options
 from stacks.plan import POD_RANGE, SERVICE_RANGE
 from stacks.settings import NetworkSettings
 
+NAT_MIN_PORTS = 1024
+NAT_MAX_PORTS = 65536
+
 
 def subnet_args(settings: NetworkSettings, *, project: str, region: str, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:
     return gcp.compute.SubnetworkArgs(
@@ -28,7 +31,14 @@ def subnet_args(settings: NetworkSettings, *, project: str, region: str, network
 
 class Network(pulumi.ComponentResource):
     def __init__(
-        self, name: str, settings: NetworkSettings, *, project: str, region: str, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: NetworkSettings,
+        *,
+        project: str,
+        region: str,
+        nat: bool,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Network", name, None, opts)
         child = child_options(self, opts)
@@ -43,4 +53,26 @@ class Network(pulumi.ComponentResource):
         self.subnet = gcp.compute.Subnetwork(
             "nodes", subnet_args(settings, project=project, region=region, network=self.vpc.id), opts=child
         )
+        if nat:
+            # Private nodes reach Hugging Face and upstream registries through NAT. Dynamic port
+            # allocation gives a busy node (a download, 24 benchmark clients' tokenizer fetches)
+            # up to 65,536 ports and an idle one few; AUTO_ONLY adds addresses as nodes are added.
+            router = gcp.compute.Router(
+                "router", name=f"{settings.name}-router", project=project, region=region, network=self.vpc.id, opts=child
+            )
+            gcp.compute.RouterNat(
+                "nat",
+                name=f"{settings.name}-nat",
+                project=project,
+                region=region,
+                router=router.name,
+                nat_ip_allocate_option="AUTO_ONLY",
+                source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                enable_dynamic_port_allocation=True,
+                enable_endpoint_independent_mapping=False,
+                min_ports_per_vm=NAT_MIN_PORTS,
+                max_ports_per_vm=NAT_MAX_PORTS,
+                log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+                opts=child,
+            )
         self.register_outputs({"vpc": self.vpc.id, "subnet": self.subnet.id})

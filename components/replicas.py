@@ -99,7 +99,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
             env.append(hf_token.env("HF_TOKEN"))
     container: dict[str, Any] = {
         "name": spec.name,
-        "image": profile.image,
+        "image": spec.image,
         "command": engine_args(profile, model_source(spec.model, spec.cache), spec.model.public_name, spec.drain),
         "ports": [{"name": PORT_NAME, "containerPort": profile.port, "protocol": "TCP"}],
         "env": env,

@@ -23,7 +23,19 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from policy.rules import ALLOW_PUBLIC_EXPOSURE, PRODUCTION, RULES, UNKNOWN, Resource, Rule, StackFacts, compute_classes, switch
+from policy.rules import (
+    ALLOW_OPEN_CONTROL_PLANE,
+    ALLOW_PUBLIC_EXPOSURE,
+    ALLOW_PUBLIC_NODES,
+    PRODUCTION,
+    RULES,
+    UNKNOWN,
+    Resource,
+    Rule,
+    StackFacts,
+    compute_classes,
+    switch,
+)
 
 PACK_NAME = "llm-serving-guardrails"
 # The project's name in ../Pulumi.yaml: the namespace of its stack config keys.
@@ -55,6 +67,8 @@ def stack_facts(pack_config: Mapping[str, Any], stack_config: Mapping[str, Any])
     return StackFacts(
         allow_public_exposure=switch(ALLOW_PUBLIC_EXPOSURE.key, pack_config, stack_config, CONFIG_NAMESPACE),
         production=switch(PRODUCTION.key, pack_config, stack_config, CONFIG_NAMESPACE),
+        allow_public_nodes=switch(ALLOW_PUBLIC_NODES.key, pack_config, stack_config, CONFIG_NAMESPACE),
+        allow_open_control_plane=switch(ALLOW_OPEN_CONTROL_PLANE.key, pack_config, stack_config, CONFIG_NAMESPACE),
         # pulumi-policy unwraps secrets before a validation runs: no markers to judge.
         secrets_marked=False,
     )

@@ -68,6 +68,9 @@ GCP_WITHOUT_LABELS = frozenset(
         "gcp:serviceaccount/account:Account",
         "gcp:serviceaccount/iAMMember:IAMMember",
         "gcp:projects/iAMMember:IAMMember",
+        "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+        "gcp:compute/router:Router",
+        "gcp:compute/routerNat:RouterNat",
     }
 )
 # GCP resources whose labels field has another name.
@@ -132,6 +135,8 @@ class StackFacts:
     # Names of the stack's ComputeClasses; None when one resource is checked alone.
     compute_classes: frozenset[str] | None = None
     allow_public_exposure: bool = False
+    allow_public_nodes: bool = False
+    allow_open_control_plane: bool = False
     production: bool = False
     # True when inputs still carry secret markers (the offline render). A live
     # policy pack gets secrets as plain values (pulumi/pulumi-policy#241), so it
@@ -542,6 +547,35 @@ def model_cache_read_only(resource: Resource, facts: StackFacts) -> list[str]:
     return problems
 
 
+# --- private nodes and a closed control plane --------------------------------------------
+
+ALLOW_PUBLIC_NODES = Switch(
+    "allowPublicNodes",
+    "Allow GKE nodes with public IPs. Unset: the stack's own llm:allowPublicNodes decides, false when that is unset too.",
+)
+ALLOW_OPEN_CONTROL_PLANE = Switch(
+    "allowOpenControlPlane",
+    "Allow a control-plane IP endpoint any address can reach. Unset: the stack's llm:allowOpenControlPlane decides.",
+)
+
+
+def private_cluster(resource: Resource, facts: StackFacts) -> list[str]:
+    """Nodes without public IPs, and a control plane reached through its DNS endpoint or from named networks only."""
+    if resource.type != CLUSTER:
+        return []
+    private = _mapping(_unwrap(resource.inputs.get("privateClusterConfig")))
+    problems = []
+    if _unwrap(private.get("enablePrivateNodes")) is not True and not facts.allow_public_nodes:
+        problems.append(f"{_label(resource)}: nodes get public IPs; keep llm:cluster.privateNodes true, or opt in with allowPublicNodes")
+    networks = _items(_at(resource.inputs, "masterAuthorizedNetworksConfig", "cidrBlocks"))
+    if _unwrap(private.get("enablePrivateEndpoint")) is not True and not networks and not facts.allow_open_control_plane:
+        problems.append(
+            f"{_label(resource)}: the control plane's IP endpoint is open to every address; set llm:cluster.authorizedNetworks, "
+            "use the DNS endpoint only, or opt in with allowOpenControlPlane"
+        )
+    return problems
+
+
 # --- deletion protection on production ---------------------------------------------------
 
 PRODUCTION = Switch(
@@ -627,6 +661,13 @@ RULES: tuple[Rule, ...] = (
         "model-cache-read-only",
         "Replicas mount the model cache read-only, from a ReadOnlyMany claim.",
         model_cache_read_only,
+    ),
+    Rule(
+        "private-cluster",
+        "GKE nodes have no public IPs and the control plane's IP endpoint is closed or limited to named networks, "
+        "unless the stack opts in (allowPublicNodes, allowOpenControlPlane).",
+        private_cluster,
+        switches=(ALLOW_PUBLIC_NODES, ALLOW_OPEN_CONTROL_PLANE),
     ),
     Rule(
         "deletion-protection-on-production",

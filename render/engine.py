@@ -164,14 +164,22 @@ _COMPUTED: dict[str, dict[str, Any]] = {
     "gcp:container/cluster:Cluster": {
         "endpoint": "192.0.2.10",
         "masterAuth": {"clusterCaCertificate": base64.b64encode(b"offline render: no certificate").decode()},
+        "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"endpoint": "gke-0123456789abcdef-000000000000.europe-west4.gke.goog"}},
     },
     "kubernetes:gateway.networking.k8s.io/v1:Gateway": {"status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.20"}]}},
 }
 
 
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        merged[key] = _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
 class _Mocks(mocks.Mocks):
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        state = {"name": args.name, **args.inputs, **_COMPUTED.get(args.typ, {})}
+        state = _merged({"name": args.name, **args.inputs}, _COMPUTED.get(args.typ, {}))
         return f"{args.name}-id", state
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:

@@ -38,6 +38,26 @@ POD_RANGE = "pods"
 SERVICE_RANGE = "services"
 
 
+def registry_prefix(settings: StackSettings) -> str | None:
+    """Where the stack's Artifact Registry remote repository serves Docker Hub images, if it has one."""
+    if not settings.registry.enabled:
+        return None
+    return f"{settings.region}-docker.pkg.dev/{settings.project}/{settings.registry.repository}"
+
+
+def pulled_from(image: str, prefix: str | None) -> str:
+    """A Docker Hub image as the nodes pull it: through the remote repository when there is one.
+
+    Images that name another registry (a first path part with a dot or port, or localhost) stay as they are.
+    """
+    first = image.split("/", 1)[0]
+    names_registry = "/" in image and ("." in first or ":" in first or first == "localhost")
+    if prefix is None or names_registry:
+        return image
+    path = image if "/" in image else f"library/{image}"
+    return f"{prefix}/{path}"
+
+
 def stack_labels(stack: str, settings: StackSettings) -> dict[str, str]:
     """The labels every labelled resource carries; the stack's own win."""
     # Stack names may hold '.' or capitals; label values may not.
@@ -165,6 +185,7 @@ class CacheSpec:
     labels: dict[str, str]
     model: ModelSettings
     cache: CacheSettings
+    download_image: str
 
     @property
     def mount(self) -> CacheMount:
@@ -187,6 +208,7 @@ class ReplicasSpec:
     labels: dict[str, str]
     selector: dict[str, str]
     replicas: int
+    image: str
     # The autoscaler owns the replica count; `replicas` is only the count at creation.
     autoscaled: bool
     # The most replicas a rollout may have to replace.
@@ -243,6 +265,7 @@ class BenchmarkSpec:
     workload: WorkloadSettings
     model: ModelSettings
     nodes: int
+    image: str
 
 
 @dataclass(frozen=True)
@@ -279,11 +302,21 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
+    registry = registry_prefix(settings)
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
         key = cache_id(settings.model, settings.cache)
-        cache = CacheSpec(key, cache_names(key), namespace, settings.zone, labels, settings.model, settings.cache)
+        cache = CacheSpec(
+            key,
+            cache_names(key),
+            namespace,
+            settings.zone,
+            labels,
+            settings.model,
+            settings.cache,
+            pulled_from(settings.cache.download_image, registry),
+        )
     autoscaling = (
         AutoscalingSpec(
             project=settings.project,
@@ -304,6 +337,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
+        image=pulled_from(settings.serving.image, registry),
         autoscaled=autoscaling is not None,
         rollout_replicas=settings.max_replicas,
         rollout_parallelism=settings.rollout.parallelism,
@@ -321,7 +355,15 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         else None
     )
     benchmark = (
-        BenchmarkSpec(namespace, labels, settings.benchmark, settings.workload, settings.model, settings.nodes)
+        BenchmarkSpec(
+            namespace,
+            labels,
+            settings.benchmark,
+            settings.workload,
+            settings.model,
+            settings.nodes,
+            pulled_from(settings.benchmark.image, registry),
+        )
         if settings.benchmark.enabled and settings.nodes > 0
         else None
     )

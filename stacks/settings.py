@@ -350,6 +350,22 @@ class ClusterSettings(Section):
     """Namespace of every workload of the stack."""
     maintenance: MaintenanceSettings = MaintenanceSettings()
     """Maintenance window and exclusions."""
+    private_nodes: ConfigBool = True
+    """Nodes without public IPs; they reach the internet (Hugging Face) through Cloud NAT. False needs allowPublicNodes."""
+    authorized_networks: tuple[str, ...] = ()
+    """CIDR ranges that may reach the control plane's IP endpoint; none: only the DNS endpoint (IAM) is reachable from outside."""
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, cidr in enumerate(value):
+            try:
+                ipaddress.IPv4Network(cidr)
+            except ValueError:
+                raise ConfigProblem((index,), cidr, "is not an IPv4 CIDR range such as 203.0.113.0/24") from None
+            if ipaddress.IPv4Network(cidr).prefixlen == 0:
+                raise ConfigProblem((index,), cidr, "opens the control plane to the whole internet; set allowOpenControlPlane instead")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -847,6 +863,20 @@ class AutoscalingSettings(Section):
     """KEDA Helm chart version (kedacore/charts)."""
 
 
+class RegistrySettings(Section):
+    """Where nodes pull images: an Artifact Registry remote repository of Docker Hub in the stack's region."""
+
+    enabled: ConfigBool = True
+    """Pull the program's images through Artifact Registry (no Docker Hub rate limits, no public egress for images)."""
+    repository: str = "docker-hub"
+    """Name of the remote repository."""
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return _check_name(value, 63)
+
+
 class ObservabilitySettings(Section):
     """The stack's Cloud Monitoring dashboard and alert policies."""
 
@@ -907,6 +937,10 @@ class StackSettings(Section):
     """Marks a production stack: deletion protection required."""
     allow_public_exposure: ConfigBool = False
     """Opt in to an internet-facing gateway or load balancer."""
+    allow_public_nodes: ConfigBool = False
+    """Opt in to nodes with public IPs (cluster.privateNodes false)."""
+    allow_open_control_plane: ConfigBool = False
+    """Opt in to a control-plane IP endpoint reachable from any address (no authorizedNetworks)."""
     labels: Labels
     """Extra labels on every labelled resource (app, managed-by and stack are always set)."""
     network: NetworkSettings = NetworkSettings()
@@ -931,6 +965,8 @@ class StackSettings(Section):
     """How changes roll out to the replicas."""
     autoscaling: AutoscalingSettings = AutoscalingSettings()
     """Scaling on queue depth and to zero when idle (opt-in)."""
+    registry: RegistrySettings = RegistrySettings()
+    """Images through Artifact Registry."""
     observability: ObservabilitySettings = ObservabilitySettings()
     """Dashboard and alerts."""
     drain: DrainSettings = DrainSettings()
@@ -1015,6 +1051,8 @@ class StackSettings(Section):
                 raise ConfigProblem(
                     ("autoscaling", "batchWindows", index, "replicas"), window.replicas, f"is above the maximum ({self.max_replicas})"
                 )
+        if not self.cluster.private_nodes and not self.allow_public_nodes:
+            raise ConfigProblem(("cluster", "privateNodes"), False, "gives every node a public IP; set allowPublicNodes: true to opt in")
         if self.production and not self.cluster.deletion_protection:
             raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
         return self

@@ -67,7 +67,7 @@ def test_the_operator_reads_metrics_with_its_own_workload_identity() -> None:
     binding = render.one("gcp:serviceaccount/iAMMember:IAMMember").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == "serviceAccount:llm-serving-prod.svc.id.goog[keda/keda-operator]"
-    assert render.one("gcp:projects/iAMMember:IAMMember").inputs["role"] == "roles/monitoring.viewer"
+    assert render.one("gcp:projects/iAMMember:IAMMember", "keda-reads-metrics").inputs["role"] == "roles/monitoring.viewer"
     auth = render.one("kubernetes:keda.sh/v1alpha1:TriggerAuthentication").inputs
     assert auth["spec"] == {"podIdentity": {"provider": "gcp"}}
     chart = render.one("kubernetes:helm.sh/v4:Chart").inputs

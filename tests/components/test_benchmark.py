@@ -49,7 +49,7 @@ REFERENCE_WORKLOAD = {
 def settings(labels: dict[str, str] | None = None, **changes: Any) -> BenchmarkSpec:
     """The benchmark's spec of a stack with ``changes``; its node count may be any, zero included."""
     chosen = StackSettings.model_validate({"project": "example-project", **changes})
-    return BenchmarkSpec("llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes)
+    return BenchmarkSpec("llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes, chosen.benchmark.image)
 
 
 def flag(command: list[str], name: str) -> str:

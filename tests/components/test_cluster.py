@@ -57,12 +57,13 @@ def test_every_kubernetes_resource_uses_the_cluster_provider() -> None:
                 assert registration.provider.startswith(provider.urn + "::"), registration.name
 
 
-def test_kubeconfig_authenticates_with_the_gke_plugin_and_holds_no_credential() -> None:
-    document = yaml.safe_load(kubeconfig("c", "192.0.2.1", "Q0E="))
+def test_kubeconfig_reaches_the_dns_endpoint_with_the_gke_plugin_and_holds_no_credential() -> None:
+    document = yaml.safe_load(kubeconfig("c", "gke-0123.europe-west4.gke.goog"))
     user = document["users"][0]["user"]
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert set(user) == {"exec"}
-    assert document["clusters"][0]["cluster"]["server"] == "https://192.0.2.1"
+    # The DNS endpoint's certificate is publicly trusted: no CA data, no IP address.
+    assert document["clusters"][0]["cluster"] == {"server": "https://gke-0123.europe-west4.gke.goog"}
 
 
 def test_stack_outputs_name_the_cluster_without_credentials() -> None:

@@ -108,7 +108,8 @@ def test_the_pack_has_one_mandatory_policy_per_rule() -> None:
 def test_the_switches_are_policy_config_without_defaults() -> None:
     info = _servicer().GetAnalyzerInfo(None, None)  # type: ignore[no-untyped-call]
     schemas = {p.name: json_format.MessageToDict(p.configSchema.properties) for p in info.policies if p.configSchema.properties}
-    assert set(schemas) == {"no-public-exposure", "deletion-protection-on-production"}
+    assert set(schemas) == {"no-public-exposure", "deletion-protection-on-production", "private-cluster"}
+    assert set(schemas["private-cluster"]) == {"allowPublicNodes", "allowOpenControlPlane"}
     assert schemas["no-public-exposure"]["allowPublicExposure"]["type"] == "boolean"
     assert schemas["deletion-protection-on-production"]["production"]["type"] == "boolean"
     # A default would be filled in by the CLI and hide the stack's own llm: setting.
@@ -158,7 +159,8 @@ def test_the_policy_config_overrides_the_stack_config(monkeypatch: pytest.Monkey
 
 
 def test_production_comes_from_the_policy_config_or_the_stack(monkeypatch: pytest.MonkeyPatch) -> None:
-    cluster = {"name": "llm-serving", "deletionProtection": False, "resourceLabels": LABELS}
+    private = {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
+    cluster = {"name": "llm-serving", "deletionProtection": False, "resourceLabels": LABELS, "privateClusterConfig": private}
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == set()
     production = {"deletion-protection-on-production": {"production": True}}

@@ -14,7 +14,9 @@ import pytest
 
 from components.gateway import GATEWAY_CLASSES
 from policy.rules import (
+    ALLOW_OPEN_CONTROL_PLANE,
     ALLOW_PUBLIC_EXPOSURE,
+    ALLOW_PUBLIC_NODES,
     EXTERNAL_GATEWAY_CLASSES,
     GCP_WITHOUT_LABELS,
     GPU_TYPE,
@@ -104,6 +106,8 @@ class Snapshot:
             compute_classes=compute_classes(self.resources),
             allow_public_exposure=switch(ALLOW_PUBLIC_EXPOSURE.key, pack_config or {}, self.stack_config, "llm"),
             production=switch(PRODUCTION.key, pack_config or {}, self.stack_config, "llm"),
+            allow_public_nodes=switch(ALLOW_PUBLIC_NODES.key, pack_config or {}, self.stack_config, "llm"),
+            allow_open_control_plane=switch(ALLOW_OPEN_CONTROL_PLANE.key, pack_config or {}, self.stack_config, "llm"),
         )
         found: list[Finding] = []
         for rule in RULES:
@@ -286,6 +290,12 @@ BREAKS: dict[str, Break] = {
     "a production cluster without deletion protection": Break(
         "deletion-protection-on-production", _edit("prod", lambda s: s.inputs(CLUSTER).update(deletionProtection=False))
     ),
+    "nodes with public IPs": Break(
+        "private-cluster", _edit("dev", lambda s: s.inputs(CLUSTER)["privateClusterConfig"].update(enablePrivateNodes=False))
+    ),
+    "a control plane open to every address": Break(
+        "private-cluster", _edit("dev", lambda s: s.inputs(CLUSTER)["privateClusterConfig"].update(enablePrivateEndpoint=False))
+    ),
     "dev's unprotected cluster when the policy config marks it production": Break(
         "deletion-protection-on-production", lambda: snapshot("dev"), pack_config={"production": True}
     ),
@@ -412,3 +422,9 @@ def test_the_rules_state_the_same_facts_as_the_program() -> None:
     assert not is_cache_reader(cache.names.writer)
     assert GATEWAY_CLASSES["external"] in EXTERNAL_GATEWAY_CLASSES
     assert GATEWAY_CLASSES["internal"] not in EXTERNAL_GATEWAY_CLASSES
+
+
+def test_public_nodes_pass_once_the_stack_opts_in() -> None:
+    opted_in = snapshot("dev", cluster={"deletionProtection": False, "privateNodes": False}, allowPublicNodes=True)
+    assert "private-cluster" not in opted_in.broken()
+    assert "private-cluster" in opted_in.broken(pack_config={"allowPublicNodes": False})
