@@ -180,7 +180,15 @@ class Cluster(pulumi.ComponentResource):
                 node_identity=self.node_identity.email,
                 open_control_plane=open_control_plane,
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[node_role])),
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    depends_on=[node_role],
+                    # The nodes' identity is set when the cluster is created; GKE documents no change
+                    # of it on an existing Autopilot cluster, so an update never tries one.
+                    ignore_changes=["clusterAutoscaling.autoProvisioningDefaults.serviceAccount"],
+                ),
+            ),
         )
         self.name = self.cluster.name
         self.endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)

@@ -106,3 +106,7 @@ def test_public_nodes_need_the_opt_in() -> None:
 def test_a_control_plane_open_to_everyone_is_refused_as_an_authorized_network() -> None:
     with pytest.raises(StackConfigError, match=r"llm:cluster.authorizedNetworks\[0\]: '0.0.0.0/0' opens the control plane"):
         render_with("dev", cluster={"deletionProtection": False, "authorizedNetworks": ["0.0.0.0/0"]})
+
+
+def test_an_existing_clusters_node_identity_is_never_changed_by_an_update() -> None:
+    assert "clusterAutoscaling.autoProvisioningDefaults.serviceAccount" in rendered("prod").one(CLUSTER).ignore_changes
