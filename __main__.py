@@ -60,7 +60,6 @@ cluster = Cluster(
 if settings.registry.enabled:
     ImageRegistry(
         "registry",
-        settings.registry.repository,
         project=settings.project,
         region=settings.region,
         labels=labels,

@@ -43,8 +43,10 @@ def queue_query(metric: str, namespace: str) -> str:
     return f'sum({metric}{{namespace="{namespace}"}})'
 
 
-def chart_values(operator_identity: pulumi.Input[str]) -> dict[str, Any]:
-    return {"podIdentity": {"gcp": {"enabled": True, "gcpIAMServiceAccount": operator_identity}}}
+def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> dict[str, Any]:
+    # Every KEDA image through the stack's mirror of ghcr.io (or ghcr.io itself).
+    images = {part: {"registry": image_registry} for part in ("keda", "metricsApiServer", "webhooks")}
+    return {"podIdentity": {"gcp": {"enabled": True, "gcpIAMServiceAccount": operator_identity}}, "image": images}
 
 
 def trigger_authentication(spec: AutoscalingSpec) -> dict[str, Any]:
@@ -150,7 +152,7 @@ class Autoscaling(pulumi.ComponentResource):
             version=spec.settings.keda_version,
             repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=KEDA_REPOSITORY),
             namespace=KEDA_NAMESPACE,
-            values=chart_values(identity.email),
+            values=chart_values(identity.email, spec.image_registry),
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace, *grants])),
         )
         # The chart installs KEDA's CRDs; its objects come after them.

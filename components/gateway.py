@@ -23,6 +23,7 @@ CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extensi
 POOL = "vllm"
 GATEWAY = "inference-gateway"
 ROUTE = "vllm"
+UPSTREAM_REGISTRY = "registry.k8s.io"
 GATEWAY_CLASSES = {"internal": "gke-l7-rilb", "external": "gke-l7-regional-external-managed"}
 # GKE installs the InferencePool CRDs from 1.34.0-gke.1626000; a bare "1.34"
 # cannot promise that patch, so auto-install below 1.35.
@@ -38,7 +39,7 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
     """Chart values; every key is one the pinned chart version reads (tested against its key list)."""
     gateway = spec.gateway
     port = spec.port
-    return {
+    values: dict[str, Any] = {
         "inferencePool": {
             "modelServers": {"matchLabels": spec.pool_selector},
             # v1.4.0 reads both: the pool's ports and the HealthCheckPolicy's port.
@@ -55,6 +56,15 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
         },
         "provider": {"name": "gke", "gke": {"autopilot": True}},
     }
+    if spec.image_registry != UPSTREAM_REGISTRY:
+        # The endpoint picker through the stack's mirror of registry.k8s.io; v1.5.0 renamed the keys.
+        image = (
+            {"hub": f"{spec.image_registry}/gateway-api-inference-extension"}
+            if gateway.chart_version == "v1.4.0"
+            else {"registry": spec.image_registry}
+        )
+        values["inferenceExtension"]["image"] = image
+    return values
 
 
 def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:

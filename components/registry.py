@@ -1,8 +1,10 @@
-"""Artifact Registry in the stack's region: a remote repository of Docker Hub the nodes pull through.
+"""Artifact Registry in the stack's region: remote repositories of the registries the stack pulls from.
 
-Pulls come from Google's network in the region, not from Docker Hub over NAT,
-and no Docker Hub rate limit applies; the first pull of an image fills the
-cache. The nodes' own identity may read it; nothing else is granted.
+Docker Hub (vLLM, the download and benchmark images), registry.k8s.io (the
+endpoint picker) and ghcr.io (KEDA) are each mirrored by a remote repository:
+pulls come from Google's network in the region, not over NAT from the
+upstream, and no Docker Hub rate limit applies; the first pull of an image
+fills the cache. The nodes' own identity may read them; nothing else is granted.
 """
 
 from __future__ import annotations
@@ -11,32 +13,39 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
+from stacks.plan import UPSTREAMS
 
 READER = "roles/artifactregistry.reader"
 
 
-def repository_args(name: str, *, project: str, region: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
+def upstream(host: str) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs:
+    """Docker Hub by its preset; any other registry as a custom upstream."""
+    if host == "docker.io":
+        return gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(public_repository="DOCKER_HUB")
+    return gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
+        custom_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryCustomRepositoryArgs(uri=f"https://{host}")
+    )
+
+
+def repository_args(host: str, *, project: str, region: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
     return gcp.artifactregistry.RepositoryArgs(
-        repository_id=name,
+        repository_id=UPSTREAMS[host],
         project=project,
         location=region,
         format="DOCKER",
         mode="REMOTE_REPOSITORY",
-        description="Docker Hub, cached in the stack's region for its nodes",
-        remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
-            docker_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(public_repository="DOCKER_HUB")
-        ),
+        description=f"{host}, cached in the stack's region for its nodes",
+        remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(docker_repository=upstream(host)),
         labels=labels,
     )
 
 
 class ImageRegistry(pulumi.ComponentResource):
-    """Registers the remote repository and lets ``reader`` (the nodes' identity) pull from it."""
+    """Registers one remote repository per upstream and lets ``reader`` (the nodes' identity) pull from each."""
 
     def __init__(
         self,
         name: str,
-        repository: str,
         *,
         project: str,
         region: str,
@@ -46,16 +55,17 @@ class ImageRegistry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm:platform:ImageRegistry", name, None, opts)
         child = child_options(self, opts)
-        self.repository = gcp.artifactregistry.Repository(
-            "docker-hub", repository_args(repository, project=project, region=region, labels=labels), opts=child
-        )
-        self.access = gcp.artifactregistry.RepositoryIamMember(
-            "nodes-read",
-            project=project,
-            location=region,
-            repository=self.repository.name,
-            role=READER,
-            member=reader,
-            opts=child,
-        )
-        self.register_outputs({"repository": self.repository.id})
+        for host, repository_id in UPSTREAMS.items():
+            repository = gcp.artifactregistry.Repository(
+                repository_id, repository_args(host, project=project, region=region, labels=labels), opts=child
+            )
+            gcp.artifactregistry.RepositoryIamMember(
+                f"{repository_id}-nodes-read",
+                project=project,
+                location=region,
+                repository=repository.name,
+                role=READER,
+                member=reader,
+                opts=child,
+            )
+        self.register_outputs({"repositories": list(UPSTREAMS.values())})

@@ -38,24 +38,28 @@ POD_RANGE = "pods"
 SERVICE_RANGE = "services"
 
 
-def registry_prefix(settings: StackSettings) -> str | None:
-    """Where the stack's Artifact Registry remote repository serves Docker Hub images, if it has one."""
+# The upstream registries the stack mirrors, by host, and the remote repository of each.
+UPSTREAMS = {"docker.io": "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+
+
+def registry_prefix(settings: StackSettings, host: str = "docker.io") -> str | None:
+    """Where the stack's Artifact Registry remote repository serves ``host``'s images, if it has one."""
     if not settings.registry.enabled:
         return None
-    return f"{settings.region}-docker.pkg.dev/{settings.project}/{settings.registry.repository}"
+    return f"{settings.region}-docker.pkg.dev/{settings.project}/{UPSTREAMS[host]}"
 
 
-def pulled_from(image: str, prefix: str | None) -> str:
-    """A Docker Hub image as the nodes pull it: through the remote repository when there is one.
+def pulled_from(image: str, settings: StackSettings) -> str:
+    """An image as the nodes pull it: through the remote repository of its registry when there is one.
 
-    Images that name another registry (a first path part with a dot or port, or localhost) stay as they are.
+    Docker Hub names have no host (``library/`` for official images); other hosts are mirrored
+    when listed in UPSTREAMS, else the image stays as it is.
     """
-    first = image.split("/", 1)[0]
-    names_registry = "/" in image and ("." in first or ":" in first or first == "localhost")
-    if prefix is None or names_registry:
-        return image
-    path = image if "/" in image else f"library/{image}"
-    return f"{prefix}/{path}"
+    first, _, rest = image.partition("/")
+    names_host = bool(rest) and ("." in first or ":" in first or first == "localhost")
+    host, path = (first, rest) if names_host else ("docker.io", image if rest else f"library/{image}")
+    prefix = registry_prefix(settings, host) if host in UPSTREAMS else None
+    return f"{prefix}/{path}" if prefix else image
 
 
 def stack_labels(stack: str, settings: StackSettings) -> dict[str, str]:
@@ -240,6 +244,8 @@ class AutoscalingSpec:
     settings: AutoscalingSettings
     min_replicas: int
     max_replicas: int
+    # KEDA's registry (ghcr.io) as the nodes reach it.
+    image_registry: str
     # Requests one replica can hold at once (max-num-seqs x engines): the "busy" trigger
     # keeps a replica while anything runs without asking for more than the queue does.
     capacity_per_replica: int
@@ -255,6 +261,8 @@ class GatewaySpec:
     cluster_minor: int
     # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
     serving: bool
+    # The endpoint picker's registry (registry.k8s.io) as the nodes reach it.
+    image_registry: str = "registry.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -302,7 +310,6 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
-    registry = registry_prefix(settings)
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
@@ -315,7 +322,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             labels,
             settings.model,
             settings.cache,
-            pulled_from(settings.cache.download_image, registry),
+            pulled_from(settings.cache.download_image, settings),
         )
     autoscaling = (
         AutoscalingSpec(
@@ -326,6 +333,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             settings=settings.autoscaling,
             min_replicas=settings.autoscaling.min_replicas,
             max_replicas=settings.max_replicas,
+            image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
             capacity_per_replica=settings.serving.max_num_seqs * settings.serving.data_parallel_size,
         )
         if settings.autoscaling.enabled
@@ -337,7 +345,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
-        image=pulled_from(settings.serving.image, registry),
+        image=pulled_from(settings.serving.image, settings),
         autoscaled=autoscaling is not None,
         rollout_replicas=settings.max_replicas,
         rollout_parallelism=settings.rollout.parallelism,
@@ -349,7 +357,14 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     )
     gateway = (
         GatewaySpec(
-            namespace, labels, settings.gateway, replicas.selector, settings.serving.port, settings.cluster.minor, not scaled_to_zero
+            namespace,
+            labels,
+            settings.gateway,
+            replicas.selector,
+            settings.serving.port,
+            settings.cluster.minor,
+            not scaled_to_zero,
+            registry_prefix(settings, "registry.k8s.io") or "registry.k8s.io",
         )
         if settings.routing == "gateway"
         else None
@@ -362,7 +377,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             settings.workload,
             settings.model,
             settings.nodes,
-            pulled_from(settings.benchmark.image, registry),
+            pulled_from(settings.benchmark.image, settings),
         )
         if settings.benchmark.enabled and settings.nodes > 0
         else None

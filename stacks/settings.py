@@ -864,17 +864,10 @@ class AutoscalingSettings(Section):
 
 
 class RegistrySettings(Section):
-    """Where nodes pull images: an Artifact Registry remote repository of Docker Hub in the stack's region."""
+    """Where nodes pull images: Artifact Registry remote repositories in the stack's region."""
 
     enabled: ConfigBool = True
-    """Pull the program's images through Artifact Registry (no Docker Hub rate limits, no public egress for images)."""
-    repository: str = "docker-hub"
-    """Name of the remote repository."""
-
-    @field_validator("repository")
-    @classmethod
-    def _repository(cls, value: str) -> str:
-        return _check_name(value, 63)
+    """Pull every image through remote repositories of Docker Hub, registry.k8s.io and ghcr.io (no rate limits, no image egress)."""
 
 
 class ObservabilitySettings(Section):

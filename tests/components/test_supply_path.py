@@ -10,6 +10,7 @@ from render.chart import chart_objects
 from render.engine import Render
 from stacks.plan import pulled_from
 from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -55,44 +56,54 @@ def test_authorized_networks_open_the_ip_endpoint_only_to_them() -> None:
     assert inputs["masterAuthorizedNetworksConfig"]["gcpPublicCidrsAccessEnabled"] is False
 
 
-def test_every_program_pod_image_comes_from_the_stacks_artifact_registry() -> None:
-    render = render_with("dev", benchmark={"enabled": True})
-    images = pod_images(render)
-    assert len(images) == 3 and all(image.startswith(REGISTRY + "/") for image in images), images
-    assert f"{REGISTRY}/vllm/vllm-openai:v0.18.1" in images
-    assert f"{REGISTRY}/library/python:3.12.7-slim-bookworm" in images
+def test_every_pod_image_program_and_charts_comes_from_the_stacks_artifact_registry() -> None:
+    render = render_with("gateway", benchmark={"enabled": True}, autoscaling={"enabled": True})
+    pods = [item.manifest.get("spec", {}).get("template", {}).get("spec", {}) for item in chart_objects(render)]
+    chart_images = [container["image"] for pod in pods for container in pod.get("containers", [])]
+    images = pod_images(render) + chart_images
+    assert len(images) >= 7
+    prefix = "europe-west4-docker.pkg.dev/llm-serving-gateway/"
+    assert all(image.startswith(prefix) for image in images), [i for i in images if not i.startswith(prefix)]
+    assert f"{prefix}docker-hub/vllm/vllm-openai:v0.18.1" in images
+    assert f"{prefix}docker-hub/library/python:3.12.7-slim-bookworm" in images
+    assert f"{prefix}registry-k8s-io/gateway-api-inference-extension/epp:v1.4.0" in images
+    assert any(image.startswith(f"{prefix}ghcr-io/kedacore/keda:") for image in images)
 
 
-def test_the_remote_repository_mirrors_docker_hub_and_only_the_nodes_read_it() -> None:
+def test_the_v1_5_chart_takes_the_mirror_under_its_renamed_keys() -> None:
+    render = render_with("gateway", gateway={"chartVersion": "v1.5.0"})
+    pods = [item.manifest.get("spec", {}).get("template", {}).get("spec", {}) for item in chart_objects(render)]
+    (image,) = [container["image"] for pod in pods for container in pod.get("containers", [])]
+    assert image.startswith("europe-west4-docker.pkg.dev/llm-serving-gateway/registry-k8s-io/gateway-api-inference-extension/epp:")
+
+
+def test_each_upstream_has_a_remote_repository_that_only_the_nodes_read() -> None:
     render = rendered("dev")
-    repository = render.one("gcp:artifactregistry/repository:Repository").inputs
-    assert (repository["mode"], repository["format"], repository["location"]) == ("REMOTE_REPOSITORY", "DOCKER", "europe-west4")
-    assert repository["remoteRepositoryConfig"]["dockerRepository"]["publicRepository"] == "DOCKER_HUB"
-    grant = render.one("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
-    assert grant.inputs["role"] == "roles/artifactregistry.reader"
-    assert grant.inputs["location"] == "europe-west4"
-    # The nodes run as their own account (the grant's member), not the Compute Engine default.
+    repositories = {r.inputs["repositoryId"]: r.inputs for r in render.by_type("gcp:artifactregistry/repository:Repository")}
+    assert set(repositories) == {"docker-hub", "registry-k8s-io", "ghcr-io"}
+    assert all((r["mode"], r["format"], r["location"]) == ("REMOTE_REPOSITORY", "DOCKER", "europe-west4") for r in repositories.values())
+    assert repositories["docker-hub"]["remoteRepositoryConfig"]["dockerRepository"] == {"publicRepository": "DOCKER_HUB"}
+    custom = repositories["ghcr-io"]["remoteRepositoryConfig"]["dockerRepository"]["customRepository"]
+    assert custom == {"uri": "https://ghcr.io"}
+    grants = render.by_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+    assert len(grants) == 3 and {g.inputs["role"] for g in grants} == {"roles/artifactregistry.reader"}
+    # The nodes run as their own account (the grants' member), not the Compute Engine default.
     nodes = render.one("gcp:serviceaccount/account:Account", "nodes").inputs
     assert nodes["accountId"] == "llm-serving-nodes"
     defaults = cluster(render)["clusterAutoscaling"]["autoProvisioningDefaults"]
     assert defaults["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
 
 
-def test_images_of_other_registries_stay_where_they_are() -> None:
-    assert pulled_from("vllm/vllm-openai:v0.18.1", None) == "vllm/vllm-openai:v0.18.1"
-    assert pulled_from("python:3.12", "r") == "r/library/python:3.12"
-    assert pulled_from("ghcr.io/org/image:1", "r") == "ghcr.io/org/image:1"
-    assert pulled_from("localhost:5000/image:1", "r") == "localhost:5000/image:1"
-
-
-def test_charts_pull_their_images_from_their_own_registries() -> None:
-    # Not moved: the endpoint picker comes from registry.k8s.io (documented in the README).
-    images = [
-        c["image"]
-        for item in chart_objects(rendered("gateway"))
-        for c in (item.manifest.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []))
-    ]
-    assert images and all(image.startswith("registry.k8s.io/") for image in images)
+def test_images_are_mirrored_by_their_registry_and_others_stay_where_they_are() -> None:
+    settings = StackSettings.model_validate({"project": "example-project"})
+    mirror = "europe-west4-docker.pkg.dev/example-project"
+    assert pulled_from("python:3.12", settings) == f"{mirror}/docker-hub/library/python:3.12"
+    assert pulled_from("vllm/vllm-openai:v1", settings) == f"{mirror}/docker-hub/vllm/vllm-openai:v1"
+    assert pulled_from("ghcr.io/org/image:1", settings) == f"{mirror}/ghcr-io/org/image:1"
+    assert pulled_from("quay.io/org/image:1", settings) == "quay.io/org/image:1"
+    assert pulled_from("localhost:5000/image:1", settings) == "localhost:5000/image:1"
+    direct = StackSettings.model_validate({"project": "example-project", "registry": {"enabled": False}})
+    assert pulled_from("python:3.12", direct) == "python:3.12"
 
 
 def test_public_nodes_need_the_opt_in() -> None:
