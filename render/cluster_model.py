@@ -15,6 +15,7 @@ from typing import Any
 from render.chart import CLUSTER_SCOPED, chart_objects
 from render.engine import Render, Secret
 from render.files import is_manifest
+from stacks import gke
 
 # Namespaces every GKE cluster has.
 BUILT_IN_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "gke-gmp-system", "gmp-public"}
@@ -213,7 +214,7 @@ def _pod_references(model: _Model) -> list[str]:
                     found.append(
                         f"{item.label()}: env {variable.get('name')} reads key {reference.get('key')} that Secret {secret.name} lacks"
                     )
-        compute_class = (spec.get("nodeSelector") or {}).get("cloud.google.com/compute-class")
+        compute_class = (spec.get("nodeSelector") or {}).get(gke.COMPUTE_CLASS_LABEL)
         if compute_class and compute_class not in BUILT_IN_COMPUTE_CLASSES and not model.has("ComputeClass", "", compute_class):
             found.append(f"{item.label()}: ComputeClass {compute_class} does not exist")
     return found
