@@ -44,10 +44,9 @@ def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Dr
         f"--kv-cache-dtype={profile.kv_cache_dtype}",
         f"--gpu-memory-utilization={profile.gpu_memory_utilization}",
     ]
-    if profile.enable_prefix_caching:
-        args.append("--enable-prefix-caching")
-    if profile.enable_chunked_prefill:
-        args.append("--enable-chunked-prefill")
+    # Both default on in vLLM 0.18.1: turning one off takes its --no- form.
+    args.append("--enable-prefix-caching" if profile.enable_prefix_caching else "--no-enable-prefix-caching")
+    args.append("--enable-chunked-prefill" if profile.enable_chunked_prefill else "--no-enable-chunked-prefill")
     if profile.attention_backend:
         args.append(f"--attention-backend={profile.attention_backend}")
     args.append(f"-O{profile.optimization_level}")

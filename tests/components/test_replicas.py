@@ -7,7 +7,7 @@ from typing import Any
 from components.replicas import engine_args
 from render.engine import Render, Secret, render_stack
 from stacks.plan import selector_labels
-from stacks.settings import ServingProfile
+from stacks.settings import ServingProfile, vllm_facts
 from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).
@@ -138,3 +138,13 @@ def test_the_api_key_reaches_vllm_from_a_secret_and_stays_secret() -> None:
 
 def test_without_an_api_key_no_secret_is_created() -> None:
     assert rendered("dev").by_type("kubernetes:core/v1:Secret") == []
+
+
+def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
+    # vLLM 0.18.1 turns both on by default: leaving the flag out would keep them on.
+    profile = ServingProfile(enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024)
+    args = engine_args(profile, "m", "m")
+    assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
+    assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
+    known = set(vllm_facts()["serveFlags"])
+    assert {"--no-enable-prefix-caching", "--no-enable-chunked-prefill"} <= known
