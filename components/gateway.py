@@ -40,12 +40,7 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
     gateway = spec.gateway
     port = spec.port
     values: dict[str, Any] = {
-        "inferencePool": {
-            "modelServers": {"matchLabels": spec.pool_selector},
-            # v1.4.0 reads both: the pool's ports and the HealthCheckPolicy's port.
-            "targetPorts": [{"number": port}],
-            "targetPortNumber": port,
-        },
+        "inferencePool": {"modelServers": {"matchLabels": spec.pool_selector}, "targetPorts": [{"number": port}]},
         "inferenceExtension": {
             # More than one replica is leader election (standby), not more capacity.
             "replicas": gateway.endpoint_picker_replicas,
@@ -56,6 +51,9 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
         },
         "provider": {"name": "gke", "gke": {"autopilot": True}},
     }
+    if gateway.chart_version == "v1.4.0":
+        # v1.4.0 takes the HealthCheckPolicy's port from here; v1.5.0 from targetPorts.
+        values["inferencePool"]["targetPortNumber"] = port
     if spec.image_registry != UPSTREAM_REGISTRY:
         # The endpoint picker through the stack's mirror of registry.k8s.io; v1.5.0 renamed the keys.
         image = (

@@ -42,6 +42,8 @@ def test_the_programs_values_reach_the_rendered_chart(version: str) -> None:
     assert picker["spec"]["replicas"] == 2  # type: ignore[index]
     resources = picker["spec"]["template"]["spec"]["containers"][0]["resources"]  # type: ignore[index]
     assert resources["requests"]["cpu"] == resources["limits"]["cpu"] == "12"
+    check = by_kind(render, "HealthCheckPolicy")["spec"]["default"]["config"]["httpHealthCheck"]  # type: ignore[index]
+    assert check["port"] == 8000
     pool = by_kind(render, "InferencePool")
     assert pool["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "gateway"}  # type: ignore[index]
     assert validate_render(render)
