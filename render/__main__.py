@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     objects = check_cluster(render)
     print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
     queries = check_monitoring(render)
-    print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard shape valid")
+    print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
     print(f"written to {folder}")
     return 0
 
