@@ -92,12 +92,17 @@ def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
     return found
 
 
+def _position(index: int) -> dict[str, int]:
+    """A tile's place; zero coordinates are left out, as the API returns them (else every `up` shows a diff)."""
+    place = {"xPos": (index % 2) * TILE_WIDTH, "yPos": (index // 2) * TILE_HEIGHT}
+    return {axis: value for axis, value in place.items() if value}
+
+
 def dashboard(spec: ObservabilitySpec) -> dict[str, Any]:
     """The Cloud Monitoring dashboard (its JSON form), two charts a row."""
     tiles = [
         {
-            "xPos": (index % 2) * TILE_WIDTH,
-            "yPos": (index // 2) * TILE_HEIGHT,
+            **_position(index),
             "width": TILE_WIDTH,
             "height": TILE_HEIGHT,
             "widget": {
@@ -167,6 +172,8 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
 class Observability(pulumi.ComponentResource):
     """Registers the dashboard and, while the stack may serve, its alert policies."""
 
+    REGISTERS = (gcp.monitoring.Dashboard, gcp.monitoring.AlertPolicy)
+
     def __init__(self, name: str, spec: ObservabilitySpec, *, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm:observability:Observability", name, None, opts)
         child = child_options(self, opts)
@@ -187,7 +194,12 @@ class Observability(pulumi.ComponentResource):
                     gcp.monitoring.AlertPolicyConditionArgs(
                         display_name=alert.name,
                         condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
-                            query=alert.query, duration=f"{settings.minutes * 60}s", evaluation_interval="60s"
+                            query=alert.query,
+                            duration=f"{settings.minutes * 60}s",
+                            evaluation_interval="60s",
+                            # Cloud Monitoring refuses a condition on metrics it has not seen yet;
+                            # on a first `up` no replica has been scraped (docs/reference.md).
+                            disable_metric_validation=True,
                         ),
                     )
                 ],
