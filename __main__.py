@@ -3,7 +3,7 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis import AUTOSCALING_APIS, BASE_APIS, GATEWAY_APIS, OBSERVABILITY_APIS, REGISTRY_APIS, ProjectApis
+from components.apis import ProjectApis, required_apis
 from components.autoscaling import Autoscaling
 from components.benchmark import Benchmark
 from components.capacity import Capacity
@@ -28,23 +28,33 @@ labels = specs.labels
 gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 
+# The APIs follow from the components the plan registers; the render checks each resource against them.
 apis = ProjectApis(
     "apis",
     settings.project,
-    tuple(
-        dict.fromkeys(
-            BASE_APIS
-            + (GATEWAY_APIS if specs.gateway else ())
-            + (AUTOSCALING_APIS if specs.autoscaling else ())
-            + (OBSERVABILITY_APIS if specs.observability else ())
-            + (REGISTRY_APIS if settings.registry.enabled else ())
-        )
+    required_apis(
+        [
+            Network,
+            Cluster,
+            Capacity,
+            *([ModelCache] if specs.cache else []),
+            *([ImageRegistry] if settings.registry.enabled else []),
+            *([Autoscaling] if specs.autoscaling else []),
+            *([ProxySubnet, InferenceGateway] if specs.gateway else []),
+            *([Observability] if specs.observability else []),
+        ]
     ),
     opts=on_gcp,
 )
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
 network = Network(
-    "network", settings.network, project=settings.project, region=settings.region, nat=settings.cluster.private_nodes, opts=after_apis
+    "network",
+    settings.network,
+    project=settings.project,
+    region=settings.region,
+    nat=settings.cluster.private_nodes,
+    protect=specs.protect_state,
+    opts=after_apis,
 )
 cluster = Cluster(
     "cluster",
@@ -55,6 +65,7 @@ cluster = Cluster(
     region=settings.region,
     labels=labels,
     open_control_plane=settings.allow_open_control_plane,
+    protect=specs.protect_state,
     opts=after_apis,
 )
 if settings.registry.enabled:
@@ -122,7 +133,7 @@ if specs.gateway:
     gateway = InferenceGateway(
         "gateway",
         specs.gateway,
-        prerequisites=[apis.services[GATEWAY_APIS[0]], proxy_subnet],
+        prerequisites=[*(apis.services[api] for api in InferenceGateway.USES), proxy_subnet],
         kubernetes=cluster.provider,
         opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
     )

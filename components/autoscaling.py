@@ -115,6 +115,10 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
 class Autoscaling(pulumi.ComponentResource):
     """Registers KEDA (chart, namespace, Google identity) and the ScaledObject of the replicas."""
 
+    REGISTERS = (gcp.serviceaccount.Account, gcp.projects.IAMMember, gcp.serviceaccount.IAMMember)
+    # KEDA queries Managed Prometheus, as a Google service account it impersonates through Workload Identity.
+    USES = ("monitoring.googleapis.com", "iamcredentials.googleapis.com")
+
     def __init__(
         self,
         name: str,

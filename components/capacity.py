@@ -104,6 +104,8 @@ RESERVATION_INPUTS = (
 class Capacity(pulumi.ComponentResource):
     """Registers what the capacity mode needs: a calendar reservation, the fallback ComputeClass."""
 
+    REGISTERS = (gcp.compute.FutureReservation,)
+
     def __init__(self, name: str, spec: CapacitySpec, *, kubernetes: k8s.Provider, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm:capacity:Capacity", name, None, opts)
         child = child_options(self, opts)

@@ -142,6 +142,10 @@ def _dns_endpoint(config: gcp.container.outputs.ClusterControlPlaneEndpointsConf
 class Cluster(pulumi.ComponentResource):
     """The cluster, and ``provider``: the one Kubernetes provider built from its outputs."""
 
+    REGISTERS = (gcp.container.Cluster, gcp.serviceaccount.Account, gcp.projects.IAMMember)
+    # Image streaming, on by default on Autopilot, needs the Container File System API (docs/reference.md).
+    USES = ("containerfilesystem.googleapis.com",)
+
     def __init__(
         self,
         name: str,
@@ -153,6 +157,7 @@ class Cluster(pulumi.ComponentResource):
         region: str,
         labels: dict[str, str],
         open_control_plane: bool = False,
+        protect: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Cluster", name, None, opts)
@@ -184,6 +189,9 @@ class Cluster(pulumi.ComponentResource):
                 child,
                 pulumi.ResourceOptions(
                     depends_on=[node_role],
+                    # GKE's deletionProtection trips only inside the cluster's own delete, after everything
+                    # in it is gone; Pulumi's protect stops a destroy before it deletes anything.
+                    protect=protect,
                     # The nodes' identity is set when the cluster is created; GKE documents no change
                     # of it on an existing Autopilot cluster, so an update never tries one.
                     ignore_changes=["clusterAutoscaling.autoProvisioningDefaults.serviceAccount"],
@@ -197,6 +205,7 @@ class Cluster(pulumi.ComponentResource):
         self.namespace = k8s.core.v1.Namespace(
             "workloads",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=settings.namespace, labels=labels),
-            opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
+            # Deleting the namespace deletes every object in it, the model cache's volumes included.
+            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, protect=protect),
         )
         self.register_outputs({"name": self.name, "endpoint": self.endpoint, "namespace": settings.namespace})

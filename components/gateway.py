@@ -155,6 +155,9 @@ class InferenceGateway(pulumi.ComponentResource):
     ``prerequisites`` are the API and proxy-only subnet the Gateway must never precede.
     """
 
+    # Without it the Gateway's load balancer stays unprogrammed, silently (docs/reference.md).
+    USES = ("networkservices.googleapis.com",)
+
     def __init__(
         self,
         name: str,

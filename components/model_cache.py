@@ -3,12 +3,15 @@
 Order (docs/reference.md): a writable volume, a download Job on a CPU
 node, a VolumeSnapshot of the written volume once the Job has succeeded, and
 a ReadOnlyMany volume restored from the snapshot that every replica mounts.
+Once the snapshot is ready a release Job deletes the writable volume, so only
+the snapshot and the volume the replicas read keep billing.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -174,6 +177,70 @@ def snapshot(spec: CacheSpec) -> dict[str, Any]:
     }
 
 
+# Time for a small CPU node and one API call.
+RELEASE_DEADLINE_MINUTES = 10
+RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "cache_release" / "release.py").read_text()
+
+
+def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
+    """The release Job's identity: it may delete the cache's writable claim and nothing else."""
+    name = spec.names.release
+    meta = {"name": name, "namespace": spec.namespace, "labels": spec.labels}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta,
+            "rules": [
+                {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [spec.names.writer], "verbs": ["delete"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": spec.namespace}],
+        },
+    ]
+
+
+def release_job(spec: CacheSpec) -> dict[str, Any]:
+    """Deletes the writable claim once the snapshot is ready, so its disk stops billing (reclaimPolicy Delete)."""
+    component = {"app.kubernetes.io/component": "model-cache-release"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": spec.names.release,
+            "namespace": spec.namespace,
+            "labels": {**spec.labels, **component},
+            # Like the download: a failed release is retried by the next `pulumi up`, never awaited forever.
+            "annotations": {"pulumi.com/replaceUnready": "true"},
+        },
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": RELEASE_DEADLINE_MINUTES * 60,
+            "template": {
+                "metadata": {"labels": component},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": spec.names.release,
+                    "containers": [
+                        {
+                            "name": "release",
+                            "image": spec.download_image,
+                            "command": ["python3", "-c", RELEASE_SCRIPT, spec.namespace, spec.names.writer],
+                            "resources": guaranteed({"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "1Gi"}),
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
 def writer_claim(spec: CacheSpec) -> dict[str, Any]:
     return _claim(spec.names.writer, spec.namespace, spec.labels, spec.cache, "ReadWriteOnce", None)
 
@@ -187,6 +254,9 @@ class ModelCache(pulumi.ComponentResource):
 
     ``secrets`` are the Secrets the download Job must not precede.
     """
+
+    # The CSI driver creates the Hyperdisk ML disks and their snapshot through Compute Engine.
+    USES = ("compute.googleapis.com",)
 
     def __init__(
         self,
@@ -224,11 +294,26 @@ class ModelCache(pulumi.ComponentResource):
             snapshot(spec),
             pulumi.ResourceOptions.merge(
                 base,
-                # Snapshotting a large disk can outlast the provider's 10-minute default.
-                pulumi.ResourceOptions(depends_on=[download], custom_timeouts=pulumi.CustomTimeouts(create=SNAPSHOT_TIMEOUT)),
+                pulumi.ResourceOptions(
+                    depends_on=[download],
+                    # Snapshotting a large disk can outlast the provider's 10-minute default.
+                    custom_timeouts=pulumi.CustomTimeouts(create=SNAPSHOT_TIMEOUT),
+                    protect=spec.protect,
+                ),
             ),
         )
         self.reader = Manifest(
-            f"reader-{spec.key}", reader_claim(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken]))
+            f"reader-{spec.key}",
+            reader_claim(spec),
+            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken], protect=spec.protect)),
+        )
+        # Once the snapshot is ready the written disk is spent: release it (a second disk would bill forever).
+        account = [Manifest(f"release-{spec.key}", manifest, base) for manifest in release_account(spec)]
+        Manifest(
+            f"release-{spec.key}",
+            release_job(spec),
+            pulumi.ResourceOptions.merge(
+                base, pulumi.ResourceOptions(depends_on=[taken, *account], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
+            ),
         )
         self.register_outputs({"claimName": spec.mount.claim, "modelPath": spec.mount.model_path})

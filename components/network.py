@@ -30,6 +30,10 @@ def subnet_args(settings: NetworkSettings, *, project: str, region: str, network
 
 
 class Network(pulumi.ComponentResource):
+    """The VPC, its node subnet and, for private nodes, the router and NAT that give them egress."""
+
+    REGISTERS = (gcp.compute.Network, gcp.compute.Subnetwork, gcp.compute.Router, gcp.compute.RouterNat)
+
     def __init__(
         self,
         name: str,
@@ -38,21 +42,22 @@ class Network(pulumi.ComponentResource):
         project: str,
         region: str,
         nat: bool,
+        protect: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Network", name, None, opts)
         child = child_options(self, opts)
+        # The cluster lives in them: a destroy of a protected stack stops here.
+        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=protect))
         self.vpc = gcp.compute.Network(
             "vpc",
             name=settings.name,
             project=project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
-            opts=child,
+            opts=kept,
         )
-        self.subnet = gcp.compute.Subnetwork(
-            "nodes", subnet_args(settings, project=project, region=region, network=self.vpc.id), opts=child
-        )
+        self.subnet = gcp.compute.Subnetwork("nodes", subnet_args(settings, project=project, region=region, network=self.vpc.id), opts=kept)
         if nat:
             # Private nodes reach Hugging Face and upstream registries through NAT. Dynamic port
             # allocation gives a busy node (a download, 24 benchmark clients' tokenizer fetches)

@@ -31,6 +31,8 @@ def proxy_subnet_args(
 class ProxySubnet(pulumi.ComponentResource):
     """Creates the proxy-only subnet, or looks up the existing one the stack names."""
 
+    REGISTERS = (gcp.compute.Subnetwork,)
+
     def __init__(
         self,
         name: str,

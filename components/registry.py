@@ -43,6 +43,8 @@ def repository_args(host: str, *, project: str, region: str, labels: dict[str, s
 class ImageRegistry(pulumi.ComponentResource):
     """Registers one remote repository per upstream and lets ``reader`` (the nodes' identity) pull from each."""
 
+    REGISTERS = (gcp.artifactregistry.Repository, gcp.artifactregistry.RepositoryIamMember)
+
     def __init__(
         self,
         name: str,

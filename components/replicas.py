@@ -7,7 +7,6 @@ manifests; ``Replicas`` only registers them.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pulumi
@@ -137,11 +136,6 @@ def rollout_seconds(profile: ServingProfile) -> int:
     return (profile.cold_start_minutes + AWAIT_MARGIN_MINUTES) * 60
 
 
-def rollout_rounds(spec: ReplicasSpec) -> int:
-    """Rounds of a full rollout: replicas are replaced ``rollout_parallelism`` at a time."""
-    return math.ceil(max(spec.rollout_replicas, 1) / spec.rollout_parallelism)
-
-
 def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
@@ -150,8 +144,11 @@ def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
         "spec": {
             "replicas": spec.replicas,
             "selector": {"matchLabels": spec.selector},
-            # Replace one pod at a time on its own node: no surge, so no extra A4 node.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": spec.rollout_parallelism}},
+            # Rounds of replicas on their own nodes, one kept serving (stacks/plan.py rollout).
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": spec.rollout.max_surge, "maxUnavailable": spec.rollout.max_unavailable},
+            },
             "progressDeadlineSeconds": rollout_seconds(spec.profile),
             "template": template,
         },
@@ -220,7 +217,7 @@ class Replicas(pulumi.ComponentResource):
         template = pod_template(spec, hf_token=hf_token, api_key=api_key)
         # Each round of a rollout is a full cold start.
         create = f"{rollout_seconds(spec.profile) // 60}m"
-        update = f"{rollout_rounds(spec) * rollout_seconds(spec.profile) // 60}m"
+        update = f"{spec.rollout.rounds * rollout_seconds(spec.profile) // 60}m"
         self.deployment = Manifest(
             spec.name,
             deployment(spec, template),
