@@ -159,14 +159,27 @@ def redact(value: Any) -> Any:
     return value
 
 
-# Values a real provider computes; the mock engine has to invent them.
-_COMPUTED: dict[str, dict[str, Any]] = {
-    "gcp:container/cluster:Cluster": {
+def _service_account(inputs: dict[str, Any]) -> dict[str, Any]:
+    # The provider returns the email GCP derives from the account id (IAM service accounts API).
+    email = f"{inputs.get('accountId')}@{inputs.get('project')}.iam.gserviceaccount.com"
+    return {"email": email, "member": f"serviceAccount:{email}", "name": f"projects/{inputs.get('project')}/serviceAccounts/{email}"}
+
+
+def _cluster(inputs: dict[str, Any]) -> dict[str, Any]:
+    location = inputs.get("location", "")
+    return {
         "endpoint": "192.0.2.10",
         "masterAuth": {"clusterCaCertificate": base64.b64encode(b"offline render: no certificate").decode()},
-        "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"endpoint": "gke-0123456789abcdef-000000000000.europe-west4.gke.goog"}},
-    },
-    "kubernetes:gateway.networking.k8s.io/v1:Gateway": {"status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.20"}]}},
+        "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"endpoint": f"gke-0123456789abcdef-000000000000.{location}.gke.goog"}},
+    }
+
+
+# Values a real provider computes from a resource's inputs; the mock engine has to invent them,
+# or the render shows nothing where a real run sends a value.
+_COMPUTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "gcp:container/cluster:Cluster": _cluster,
+    "gcp:serviceaccount/account:Account": _service_account,
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": lambda _: {"status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.20"}]}},
 }
 
 
@@ -179,7 +192,8 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 class _Mocks(mocks.Mocks):
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        state = _merged({"name": args.name, **args.inputs}, _COMPUTED.get(args.typ, {}))
+        computed = _COMPUTED.get(args.typ)
+        state = _merged({"name": args.name, **args.inputs}, computed(args.inputs) if computed else {})
         return f"{args.name}-id", state
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
