@@ -30,6 +30,8 @@ class Estimate:
     basis: str
     # With autoscaling: the cost per hour at the fewest and the most replicas.
     cost_range: tuple[float | None, float | None] | None = None
+    # What stays and bills with no replica running, per hour.
+    idle: tuple[tuple[str, float], ...] = ()
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -40,6 +42,11 @@ class Estimate:
         }
         if self.cost_range is not None:
             figures["costPerHourRange"] = {"fewest": self.cost_range[0], "most": self.cost_range[1]}
+        if self.idle:
+            figures["whenIdle"] = {
+                "costPerHour": round(sum(cost for _, cost in self.idle), 2),
+                "keeps": {item: round(cost, 4) for item, cost in self.idle},
+            }
         return figures
 
 
@@ -82,25 +89,35 @@ def unmeasured_reason(settings: StackSettings) -> str | None:
     return None
 
 
+def idle_bill(settings: StackSettings) -> list[tuple[str, float]]:
+    """What a stack keeps, and bills per hour, with no replica running: the cluster and every disk and snapshot.
+
+    The cache's writable disk is released once its snapshot is ready, so the read-only
+    disk and the snapshot are what stays; the snapshot is counted at the disk's size,
+    an upper bound of what it stores.
+    """
+    bill = [("cluster fee", CLUSTER_FEE_PER_HOUR)]
+    cache = settings.cache
+    if cache.enabled:
+        disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
+        bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH))
+        bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH))
+    return bill
+
+
 def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | None:
-    """``nodes`` (default: the stack's) at the capacity's price, the cluster fee, and the model cache; None without a price."""
+    """``nodes`` (default: the stack's) at the capacity's price, plus what the stack keeps; None without a price."""
     nodes = settings.nodes if nodes is None else nodes
     price = price_per_node_hour(settings.capacity)
-    cache = settings.cache
-    cache_per_hour = (
-        (cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month) / HOURS_PER_MONTH
-        if cache.enabled
-        else 0.0
-    )
     if nodes and price is None:
         return None
     gpu = nodes * (price or 0.0)
-    return round(gpu + CLUSTER_FEE_PER_HOUR + cache_per_hour, 2)
+    return round(gpu + sum(cost for _, cost in idle_bill(settings)), 2)
 
 
 def estimate(settings: StackSettings) -> Estimate:
     """The figures at ``nodes``; with autoscaling also the cost at the fewest and most replicas."""
-    figures = _estimate(settings)
+    figures = replace(_estimate(settings), idle=tuple(idle_bill(settings)))
     if not settings.autoscaling.enabled:
         return figures
     cost_range = (cost_per_hour(settings, settings.autoscaling.min_replicas), cost_per_hour(settings, settings.max_replicas))

@@ -9,6 +9,7 @@ their own spec, so their signatures say what they may touch.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -163,11 +164,16 @@ class CacheNames:
     download: str
     snapshot: str
     reader: str
+    release: str
 
 
 def cache_names(key: str) -> CacheNames:
     return CacheNames(
-        writer=f"model-cache-{key}-writer", download=f"model-download-{key}", snapshot=f"model-cache-{key}", reader=f"model-cache-{key}"
+        writer=f"model-cache-{key}-writer",
+        download=f"model-download-{key}",
+        snapshot=f"model-cache-{key}",
+        reader=f"model-cache-{key}",
+        release=f"model-cache-{key}-release",
     )
 
 
@@ -190,6 +196,8 @@ class CacheSpec:
     model: ModelSettings
     cache: CacheSettings
     download_image: str
+    # A production stack protects the volume replicas read and its snapshot: a destroy stops at them.
+    protect: bool = False
 
     @property
     def mount(self) -> CacheMount:
@@ -206,6 +214,33 @@ class CapacitySpec:
 
 
 @dataclass(frozen=True)
+class Rollout:
+    """How an update replaces the replicas, and how many full cold starts it may take."""
+
+    max_surge: int
+    max_unavailable: int
+    rounds: int
+
+
+def rollout(settings: StackSettings) -> Rollout:
+    """Rounds of ``rollout.parallelism`` replicas, keeping one serving unless the stack says otherwise.
+
+    The fewest replicas a rollout may meet decide how many may go at once: the node
+    count, or with autoscaling the fewest replicas that serve at all.
+    """
+    fewest = max(settings.autoscaling.min_replicas, 1) if settings.autoscaling.enabled else settings.nodes
+    parallelism = settings.rollout.parallelism
+    if not settings.rollout.keep_serving:
+        surge, unavailable = 0, parallelism
+    elif fewest >= 2:
+        surge, unavailable = 0, min(parallelism, fewest - 1)
+    else:
+        # One replica: a new one starts on a second node before the old stops (one extra node for a cold start).
+        surge, unavailable = 1, 0
+    return Rollout(surge, unavailable, math.ceil(max(settings.max_replicas, 1) / (surge + unavailable)))
+
+
+@dataclass(frozen=True)
 class ReplicasSpec:
     name: str
     namespace: str
@@ -215,9 +250,7 @@ class ReplicasSpec:
     image: str
     # The autoscaler owns the replica count; `replicas` is only the count at creation.
     autoscaled: bool
-    # The most replicas a rollout may have to replace.
-    rollout_replicas: int
-    rollout_parallelism: int
+    rollout: Rollout
     profile: ServingProfile
     model: ModelSettings
     scheduling: Scheduling
@@ -295,6 +328,8 @@ class ObservabilitySpec:
 class StackPlan:
     labels: dict[str, str]
     scaled_to_zero: bool
+    # Production stacks protect what holds state (cluster, network, cache): `pulumi destroy` stops before deleting anything.
+    protect_state: bool
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
@@ -323,6 +358,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             settings.model,
             settings.cache,
             pulled_from(settings.cache.download_image, settings),
+            protect=settings.production,
         )
     autoscaling = (
         AutoscalingSpec(
@@ -347,8 +383,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         replicas=settings.nodes,
         image=pulled_from(settings.serving.image, settings),
         autoscaled=autoscaling is not None,
-        rollout_replicas=settings.max_replicas,
-        rollout_parallelism=settings.rollout.parallelism,
+        rollout=rollout(settings),
         profile=settings.serving,
         model=settings.model,
         scheduling=placement,
@@ -385,6 +420,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     return StackPlan(
         labels=labels,
         scaled_to_zero=scaled_to_zero,
+        protect_state=settings.production,
         capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
         replicas=replicas,
         cache=cache,

@@ -736,6 +736,8 @@ class CacheSettings(Section):
     """US dollars per GiB-month, for the estimates (an unofficial figure)."""
     price_per_mibps_month: float = Field(default=0.0, ge=0)
     """US dollars per provisioned MiB/s-month, for the estimates; no reference figure, so 0."""
+    snapshot_price_per_gib_month: float = Field(default=0.05, ge=0)
+    """US dollars per GiB-month of the cache's snapshot, for the estimates (standard snapshot storage list price)."""
 
     @field_validator("download_image")
     @classmethod
@@ -911,6 +913,10 @@ class RolloutSettings(Section):
 
     parallelism: int = Field(default=ROLLOUT_PARALLELISM, ge=1, le=1000)
     """Replicas replaced at once, each on its own node (no surge: no extra A4 node); `pulumi up` waits one cold start per round."""
+    keep_serving: ConfigBool = True
+    """Keep at least one replica serving through a rollout: at most replicas - 1 are replaced at once, and a
+    one-replica stack starts the new replica on a second node before stopping the old. False replaces
+    `parallelism` at once even if that is every replica."""
 
 
 class StackSettings(Section):

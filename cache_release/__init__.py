@@ -1,0 +1,1 @@
+"""Code the model cache's release Job runs in the cluster."""
