@@ -15,6 +15,7 @@ from render.chart import ChartError
 from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
 from render.files import PLAN_FILE, changed_files, diff, plan, write
+from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
 from render.promql import PromQLError, check_monitoring
 from render.validation import ManifestError, kubernetes_version, validate_render
 from stacks.problems import StackConfigError
@@ -72,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
     objects = check_cluster(render)
     print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
+    check_lifecycle(render)
+    lifecycle = lifecycle_text(render)
+    (folder / LIFECYCLE_FILE).write_text(lifecycle)
+    print(f"\n{lifecycle}", end="")
     queries = check_monitoring(render)
     print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
     print(f"written to {folder}")
@@ -81,6 +86,15 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (StackConfigError, ManifestError, ClusterModelError, ChartError, PromQLError, FileNotFoundError, FileExistsError) as error:
+    except (
+        StackConfigError,
+        ManifestError,
+        ClusterModelError,
+        ChartError,
+        PromQLError,
+        LifecycleError,
+        FileNotFoundError,
+        FileExistsError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

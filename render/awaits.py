@@ -29,7 +29,7 @@ AWAITERS = {
 
 
 def awaits(manifest: dict[str, Any], custom_timeouts: dict[str, str] | None = None) -> str:
-    """One line: what is awaited and for how long on create."""
+    """One line: what is awaited and for how long, on create and, where it differs, on update."""
     annotations = (manifest.get("metadata") or {}).get("annotations") or {}
     if str(annotations.get("pulumi.com/skipAwait", "")).lower() == "true":
         return "nothing (skipAwait)"
@@ -41,4 +41,6 @@ def awaits(manifest: dict[str, Any], custom_timeouts: dict[str, str] | None = No
     if what is None:
         return "nothing (no awaiter for this kind)"
     replace = ", replaced if left unready" if str(annotations.get("pulumi.com/replaceUnready", "")).lower() == "true" else ""
-    return f"{what}, up to {timeout or DEFAULT_TIMEOUT}{replace}"
+    update = (custom_timeouts or {}).get("update")
+    on_update = f" ({update} on update)" if update and update != (timeout or DEFAULT_TIMEOUT) else ""
+    return f"{what}, up to {timeout or DEFAULT_TIMEOUT}{on_update}{replace}"

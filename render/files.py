@@ -108,11 +108,20 @@ def plan(render: Render) -> str:
                 lines.extend(f"      renders {item.label()}; awaits: {awaits(item.manifest)}" for item in render_chart(registration))
         lines.append("")
     lines.append("outputs")
-    for key, value in sorted(redact(render.outputs).items()):
-        lines.append(f"  {key}: {_short(value) if not isinstance(value, dict) else ''}".rstrip())
-        if isinstance(value, dict):
-            lines.extend(f"    {k}: {_short(v)}" for k, v in value.items())
+    lines.extend(_outputs(dict(sorted(redact(render.outputs).items())), "  "))
     return "\n".join(lines) + "\n"
+
+
+def _outputs(values: dict[str, Any], indent: str) -> list[str]:
+    """Outputs as indented YAML-like lines: nested maps as their own lines, never a Python repr."""
+    lines: list[str] = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines.extend(_outputs(value, indent + "  "))
+        else:
+            lines.append(f"{indent}{key}: {_short(value)}")
+    return lines
 
 
 def _dump(document: Any) -> str:

@@ -53,7 +53,7 @@ def test_the_snapshot_is_awaited_until_it_is_ready_to_use() -> None:
 
 
 def test_a_failed_download_is_replaced_by_the_next_up_instead_of_blocking_it() -> None:
-    assert pulumi_annotations(rendered("dev"), JOB)["pulumi.com/replaceUnready"] == "true"
+    assert pulumi_annotations(rendered("dev"), JOB, "download-")["pulumi.com/replaceUnready"] == "true"
 
 
 def test_a_failed_benchmark_never_blocks_a_later_up() -> None:

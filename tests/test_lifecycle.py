@@ -26,7 +26,6 @@ def enabled_apis(render: Render) -> set[str]:
     return {r.inputs["service"] for r in render.by_type(SERVICE_API)}
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_alert_conditions_are_created_before_any_metric_exists() -> None:
     # Cloud Monitoring checks a PromQL condition's metrics at create unless told not to;
     # on a first `up` no vLLM pod has been scraped yet.
@@ -37,13 +36,11 @@ def test_alert_conditions_are_created_before_any_metric_exists() -> None:
             assert condition["conditionPrometheusQueryLanguage"]["disableMetricValidation"] is True, policy.name
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 @pytest.mark.parametrize("api", ["containerfilesystem.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com"])
 def test_every_stack_enables_the_apis_its_resources_need(stack: str, api: str) -> None:
     assert api in enabled_apis(rendered(stack))
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_dashboard_tiles_send_no_zero_positions_the_api_drops() -> None:
     # The API omits zero xPos/yPos from what it returns, so sending them shows a diff on every up.
     board = json.loads(rendered("dev").one(DASHBOARD).inputs["dashboardJson"])
@@ -57,10 +54,7 @@ def _rolling_update(render: Render) -> dict[str, Any]:
     return dict(render.one(DEPLOYMENT).inputs["spec"]["strategy"]["rollingUpdate"])
 
 
-@pytest.mark.parametrize(
-    "nodes",
-    [*(pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")) for n in (1, 2, 3, 4)), 12],
-)
+@pytest.mark.parametrize("nodes", [1, 2, 3, 4, 12])
 def test_a_rollout_keeps_a_replica_serving(nodes: int) -> None:
     update = _rolling_update(render_with("gateway", nodes=nodes))
     surge, unavailable = update["maxSurge"], update["maxUnavailable"]
@@ -68,12 +62,10 @@ def test_a_rollout_keeps_a_replica_serving(nodes: int) -> None:
     assert unavailable + surge >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_the_gateway_stack_rolls_out_in_rounds_that_keep_one_serving() -> None:
     assert _rolling_update(rendered("gateway")) == {"maxSurge": 0, "maxUnavailable": 3}
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_a_user_may_ask_for_a_rollout_that_replaces_every_replica_at_once() -> None:
     update = _rolling_update(render_with("gateway", rollout={"parallelism": 4, "keepServing": False}))
     assert update == {"maxSurge": 0, "maxUnavailable": 4}
@@ -89,7 +81,6 @@ def _no_nulls(value: Any, where: str) -> list[str]:
     return []
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 @pytest.mark.parametrize("extra", [{}, {"autoscaling": {"enabled": True, "maxReplicas": 4}}])
 def test_the_render_sends_what_a_real_run_would_not_a_missing_value(stack: str, extra: dict[str, Any]) -> None:
     # The mock engine must fill in what the provider computes (a service account's email),
@@ -99,7 +90,6 @@ def test_the_render_sends_what_a_real_run_would_not_a_missing_value(stack: str, 
     assert found == []
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_iam_members_name_the_service_account_they_grant() -> None:
     render = render_with("dev", autoscaling={"enabled": True, "maxReplicas": 2})
     members = [r for r in render.resources if r.type.endswith("IAMMember") or r.type.endswith("IamMember")]
@@ -108,7 +98,6 @@ def test_iam_members_name_the_service_account_they_grant() -> None:
         assert member.inputs.get("member", "").startswith("serviceAccount:"), member.name
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_the_keda_operator_identity_annotation_is_an_email() -> None:
     render = render_with("dev", autoscaling={"enabled": True, "maxReplicas": 2})
     chart = next(r for r in render.by_type("kubernetes:helm.sh/v4:Chart") if r.name == "keda")
@@ -128,7 +117,6 @@ def _stateful(render: Render) -> list[Registration]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_a_production_stack_protects_everything_that_holds_state() -> None:
     render = rendered("prod")
     stateful = _stateful(render)
@@ -140,7 +128,6 @@ def test_a_stack_that_is_not_production_can_be_destroyed() -> None:
     assert [r.name for r in rendered("dev").resources if r.protect] == []
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_destroy_of_production_stops_before_deleting_anything() -> None:
     from render.lifecycle import destroy
 
@@ -150,7 +137,6 @@ def test_destroy_of_production_stops_before_deleting_anything() -> None:
     assert "deletes nothing" in outcome.summary()
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_destroy_of_dev_deletes_dependents_before_what_they_depend_on() -> None:
     from render.lifecycle import destroy
 
@@ -163,7 +149,6 @@ def test_destroy_of_dev_deletes_dependents_before_what_they_depend_on() -> None:
                 assert order.index(resource.urn) < order.index(dependency)
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_the_writable_cache_volume_is_released_once_the_snapshot_is_ready() -> None:
     render = rendered("dev")
     writer = next(r for r in render.by_type(PVC) if r.inputs["spec"]["accessModes"] == ["ReadWriteOnce"])
@@ -183,7 +168,6 @@ def test_the_writable_cache_volume_is_released_once_the_snapshot_is_ready() -> N
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:
     from stacks.estimates import idle_bill
     from tests.stacks.test_estimates import settings
@@ -193,7 +177,6 @@ def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:
     assert all(cost > 0 for cost in items.values())
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle issue: fails before its fix")
 @pytest.mark.parametrize("stack_name", STACKS)
 def test_every_stack_creates_from_nothing_with_each_precondition_met(stack_name: str) -> None:
     from render.lifecycle import creation_problems

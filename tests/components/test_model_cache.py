@@ -19,6 +19,11 @@ CACHE_TYPES = (
 )
 
 
+def download_job(render: Render) -> Registration:
+    (job,) = (r for r in render.by_type("kubernetes:batch/v1:Job") if r.name.startswith("download-"))
+    return job
+
+
 def cache_spec(settings: StackSettings) -> CacheSpec:
     spec = plan_stack(settings, "dev").cache
     assert spec is not None
@@ -42,7 +47,7 @@ def test_the_storage_class_is_hyperdisk_ml_with_throughput_and_read_ahead() -> N
 
 def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() -> None:
     render = rendered("dev")
-    job = render.one("kubernetes:batch/v1:Job")
+    job = download_job(render)
     snapshot = render.one("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
     reader = claim(render, "ReadOnlyMany")
     assert render.depends_on(claim(render, "ReadWriteOnce"), render.one("kubernetes:storage.k8s.io/v1:StorageClass"))
@@ -57,7 +62,7 @@ def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() ->
 
 
 def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it() -> None:
-    job = rendered("dev").one("kubernetes:batch/v1:Job")
+    job = download_job(rendered("dev"))
     spec = job.inputs["spec"]
     assert spec["backoffLimit"] == 3
     assert spec["activeDeadlineSeconds"] == 3600
@@ -65,7 +70,7 @@ def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it
 
 
 def test_the_download_job_runs_on_an_arm_cpu_node_in_the_cache_zone() -> None:
-    pod = rendered("dev").one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    pod = download_job(rendered("dev")).inputs["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {
         "cloud.google.com/machine-family": "c4a",
         "kubernetes.io/arch": "arm64",
@@ -75,7 +80,7 @@ def test_the_download_job_runs_on_an_arm_cpu_node_in_the_cache_zone() -> None:
 
 
 def test_an_x86_download_node_gets_the_x86_architecture() -> None:
-    pod = render_with("dev", cache={"downloadMachineFamily": "c3"}).one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    pod = download_job(render_with("dev", cache={"downloadMachineFamily": "c3"})).inputs["spec"]["template"]["spec"]
     assert pod["nodeSelector"]["kubernetes.io/arch"] == "amd64"
 
 

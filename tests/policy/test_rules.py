@@ -381,7 +381,8 @@ def test_an_env_reference_on_the_command_line_is_not_a_credential() -> None:
 
 
 def test_the_download_job_may_write_its_own_claim() -> None:
-    job = snapshot("dev").inputs("kubernetes:batch/v1:Job")
+    dev = snapshot("dev")
+    job = dev.inputs("kubernetes:batch/v1:Job", next(r.name for r in dev.resources if r.name.startswith("download-")))
     claims = [v["persistentVolumeClaim"]["claimName"] for v in job["spec"]["template"]["spec"]["volumes"]]
     assert claims and not any(is_cache_reader(claim) for claim in claims)
 
