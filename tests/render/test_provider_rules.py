@@ -306,3 +306,13 @@ def test_the_snippet_rules_catch_required_with_and_the_rest() -> None:
     found = snippet_problems(name="a", size=3, autoSize=True, peering={"left": "x", "right": "y"}, rules=[{"cidrRange": "10.0.0.0/30"}])
     assert [p.split(": ", 2)[1] for p in found] == ["size = 3", "peering", "rules[0].cidrRange = '10.0.0.0/30'"], found
     assert "conflictsWith" in found[0] and "exactlyOneOf: only one of peering.left, peering.right" in found[1]
+
+
+@pytest.mark.xfail(strict=True, reason="python -m render does not run the provider check yet")
+def test_the_render_command_refuses_what_the_provider_would_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import render.__main__ as command
+
+    refused = render_with("dev", cluster={"deletionProtection": False, "maintenance": {"exclusions": [EXCLUSION]}})
+    monkeypatch.setattr(command, "render_stack", lambda stack: refused)
+    with pytest.raises(ProviderConstraintError, match="maintenancePolicy: exactlyOneOf"):
+        command.main(["dev", "--out", str(tmp_path)])
