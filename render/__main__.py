@@ -16,6 +16,7 @@ from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
 from render.files import PLAN_FILE, changed_files, diff, plan, write
 from render.promql import PromQLError, check_monitoring
+from render.provider_rules import ProviderConstraintError, check_provider
 from render.validation import ManifestError, kubernetes_version, validate_render
 from stacks.problems import StackConfigError
 
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
     objects = check_cluster(render)
     print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
+    print(f"provider: {check_provider(render)} GCP resources meet google-beta's schema checks (docs/provider.md)")
     queries = check_monitoring(render)
     print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
     print(f"written to {folder}")
@@ -81,6 +83,15 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (StackConfigError, ManifestError, ClusterModelError, ChartError, PromQLError, FileNotFoundError, FileExistsError) as error:
+    except (
+        StackConfigError,
+        ManifestError,
+        ClusterModelError,
+        ProviderConstraintError,
+        ChartError,
+        PromQLError,
+        FileNotFoundError,
+        FileExistsError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

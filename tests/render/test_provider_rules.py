@@ -308,7 +308,6 @@ def test_the_snippet_rules_catch_required_with_and_the_rest() -> None:
     assert "conflictsWith" in found[0] and "exactlyOneOf: only one of peering.left, peering.right" in found[1]
 
 
-@pytest.mark.xfail(strict=True, reason="python -m render does not run the provider check yet")
 def test_the_render_command_refuses_what_the_provider_would_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import render.__main__ as command
 
