@@ -17,6 +17,7 @@ from render.engine import PROJECT_ROOT, Render, render_stack
 from render.files import PLAN_FILE, changed_files, diff, plan, write
 from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
 from render.promql import PromQLError, check_monitoring
+from render.provider_rules import ProviderConstraintError, check_provider
 from render.validation import ManifestError, kubernetes_version, validate_render
 from stacks.problems import StackConfigError
 
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
     objects = check_cluster(render)
     print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
+    print(f"provider: {check_provider(render)} GCP resources meet google-beta's schema checks (docs/provider.md)")
     check_lifecycle(render)
     lifecycle = lifecycle_text(render)
     (folder / LIFECYCLE_FILE).write_text(lifecycle)
@@ -90,6 +92,7 @@ if __name__ == "__main__":
         StackConfigError,
         ManifestError,
         ClusterModelError,
+        ProviderConstraintError,
         ChartError,
         PromQLError,
         LifecycleError,
