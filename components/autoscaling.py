@@ -1,8 +1,9 @@
 """Autoscaling on vLLM's queue, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
 
 Why KEDA and not an HPA through the Custom Metrics Stackdriver Adapter: an HPA
-cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE
-documents KEDA on Autopilot for scale-to-zero serving (docs/reference.md).
+cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE's KEDA
+tutorial uses a Standard cluster; the chart values keep to what Autopilot admits
+(docs/autopilot.md).
 KEDA's operator reads the queue from Managed Prometheus' query API with its own
 Workload Identity; the ScaledObject owns the Deployment's replica count.
 
