@@ -1,8 +1,9 @@
 """Autoscaling on vLLM's queue, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
 
 Why KEDA and not an HPA through the Custom Metrics Stackdriver Adapter: an HPA
-cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE
-documents KEDA on Autopilot for scale-to-zero serving (docs/reference.md).
+cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE's KEDA
+tutorial uses a Standard cluster; the chart values keep to what Autopilot admits
+(docs/autopilot.md).
 KEDA's operator reads the queue from Managed Prometheus' query API with its own
 Workload Identity; the ScaledObject owns the Deployment's replica count.
 
@@ -25,6 +26,11 @@ from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
 KEDA_NAMESPACE = "keda"
 # The chart's operator service account; Workload Identity maps it to a Google identity.
 KEDA_OPERATOR = "keda-operator"
+# The chart's metrics API server account; it reads the API server's front-proxy CA.
+KEDA_METRICS_SERVER = "keda-metrics-server"
+# The ConfigMap in kube-system an aggregated API server authenticates requests with.
+AUTHENTICATION_CONFIG = "extension-apiserver-authentication"
+AUTH_READER = "keda-extension-apiserver-authentication-reader"
 KEDA_CHART = "keda"
 KEDA_REPOSITORY = "https://kedacore.github.io/charts"
 KEDA_API = "keda.sh/v1alpha1"
@@ -46,7 +52,37 @@ def queue_query(metric: str, namespace: str) -> str:
 def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> dict[str, Any]:
     # Every KEDA image through the stack's mirror of ghcr.io (or ghcr.io itself).
     images = {part: {"registry": image_registry} for part in ("keda", "metricsApiServer", "webhooks")}
-    return {"podIdentity": {"gcp": {"enabled": True, "gcpIAMServiceAccount": operator_identity}}, "image": images}
+    return {
+        # Not podIdentity.gcp: it also adds the node selector iam.gke.io/gke-metadata-server-enabled,
+        # which Autopilot refuses (every node has the metadata server; docs/autopilot.md).
+        "serviceAccount": {"operator": {"annotations": {"iam.gke.io/gcp-service-account": operator_identity}}},
+        # The chart binds the metrics server to a Role in kube-system, where Autopilot refuses
+        # creates; the binding goes to KEDA's namespace and auth_reader_* grant the read instead.
+        "rbac": {"controlPlaneServiceAccountsNamespace": KEDA_NAMESPACE},
+        "image": images,
+    }
+
+
+def auth_reader_role(labels: dict[str, str]) -> dict[str, Any]:
+    """Read access to the one ConfigMap an aggregated API server needs, granted cluster-wide by name."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": AUTH_READER, "labels": labels},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [AUTHENTICATION_CONFIG], "verbs": ["get", "list", "watch"]}
+        ],
+    }
+
+
+def auth_reader_binding(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": AUTH_READER, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AUTH_READER},
+        "subjects": [{"kind": "ServiceAccount", "name": KEDA_METRICS_SERVER, "namespace": KEDA_NAMESPACE}],
+    }
 
 
 def trigger_authentication(spec: AutoscalingSpec) -> dict[str, Any]:
@@ -158,6 +194,12 @@ class Autoscaling(pulumi.ComponentResource):
             namespace=KEDA_NAMESPACE,
             values=chart_values(identity.email, spec.image_registry),
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace, *grants])),
+        )
+        reader = Manifest(AUTH_READER, auth_reader_role(spec.labels), in_cluster)
+        Manifest(
+            AUTH_READER,
+            auth_reader_binding(spec.labels),
+            pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[reader])),
         )
         # The chart installs KEDA's CRDs; its objects come after them.
         after_chart = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[chart]))

@@ -15,7 +15,6 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
-from stacks import gke
 from stacks.plan import CacheMount, Drain, ReplicasSpec
 from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
 
@@ -114,14 +113,8 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     pod: dict[str, Any] = {
         "nodeSelector": spec.scheduling.node_selector,
         "terminationGracePeriodSeconds": spec.drain.grace_seconds,
-        # New replicas avoid nodes GKE has scheduled for host maintenance.
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": gke.SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}]}]
-                }
-            }
-        },
+        # No node affinity on cloud.google.com/scheduled-maintenance-time: Autopilot admits node
+        # affinity only on its listed keys (docs/autopilot.md).
         "containers": [container],
         "volumes": volumes,
     }

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from render.autopilot import admission_problems
 from render.chart import CLUSTER_SCOPED, chart_objects
 from render.engine import Render, Secret
 from render.files import is_manifest
@@ -258,6 +259,8 @@ def problems(objects: list[Sourced]) -> list[str]:
         *_pod_references(model),
         *_selectors(model),
         *_policy_targets(model),
+        # What Autopilot's admission refuses object by object (render/autopilot.py).
+        *admission_problems(objects),
     ]
 
 

@@ -15,5 +15,3 @@ RESERVATION_NAME_LABEL = f"{GROUP}/reservation-name"
 RESERVATION_AFFINITY_LABEL = f"{GROUP}/reservation-affinity"
 RESERVATION_PROJECT_LABEL = f"{GROUP}/reservation-project"
 ZONE_LABEL = "topology.kubernetes.io/zone"
-# On nodes due for host maintenance (GKE 1.31.1-gke.2008000 and later).
-SCHEDULED_MAINTENANCE_LABEL = f"{GROUP}/scheduled-maintenance-time"

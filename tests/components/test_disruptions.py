@@ -60,11 +60,6 @@ def test_the_disruption_budget_selects_exactly_the_replica_pods_one_at_a_time() 
     assert validate(budget, "1.35") == "Kubernetes 1.35"
 
 
-def test_new_replicas_avoid_nodes_due_for_host_maintenance() -> None:
-    terms = pod(rendered("dev"))["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [{"key": "cloud.google.com/scheduled-maintenance-time", "operator": "DoesNotExist"}]}]
-
-
 BATCH = {"name": "batch-december", "startTime": "2026-12-01T00:00:00Z", "endTime": "2026-12-20T00:00:00Z"}
 WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
 
