@@ -174,16 +174,9 @@ def with_changes(stack: str, changes: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-# Refused today already, naming key and value; the rest are accepted today, or refused late without naming the key.
-REFUSED_TODAY = {"descriptor"}
-
-
 @pytest.mark.parametrize(
     ("case", "changes", "expected"),
-    [
-        pytest.param(*r, marks=[] if r[0] in REFUSED_TODAY else [pytest.mark.xfail(strict=True, reason="not refused before registering")])
-        for r in REFUSED
-    ],
+    REFUSED,
     ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSED)],
 )
 def test_config_the_platform_refuses_is_refused_before_anything_registers(case: str, changes: dict[str, Any], expected: list[str]) -> None:
@@ -194,7 +187,6 @@ def test_config_the_platform_refuses_is_refused_before_anything_registers(case: 
     assert record.resources == [], f"{case}: registered {[r.name for r in record.resources]}"
 
 
-@pytest.mark.xfail(strict=True, reason="production stacks have no maintenance window today")
 def test_a_production_stack_without_a_maintenance_window_is_refused() -> None:
     config = stack_file_config("prod")
     config["llm:cluster"] = {key: value for key, value in config["llm:cluster"].items() if key != "maintenance"}
@@ -203,7 +195,6 @@ def test_a_production_stack_without_a_maintenance_window_is_refused() -> None:
     assert record.resources == []
 
 
-@pytest.mark.xfail(strict=True, reason="production stacks have no maintenance window today")
 def test_the_production_stack_file_sets_a_window_that_reaches_the_cluster() -> None:
     policy = render_stack("prod").one("gcp:container/cluster:Cluster").inputs["maintenancePolicy"]
     assert set(policy["recurringWindow"]) == {"startTime", "endTime", "recurrence"}
@@ -232,13 +223,9 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-# Refused today; the rest guard the new rules against refusing what GKE and KEDA take.
-REFUSED_WRONGLY = {"channel by project number", "image by tag and digest", "latest, pinned by digest"}
-
-
 @pytest.mark.parametrize(
     ("case", "changes"),
-    [pytest.param(*a, marks=[pytest.mark.xfail(strict=True, reason="refused today")] if a[0] in REFUSED_WRONGLY else []) for a in ACCEPTED],
+    ACCEPTED,
     ids=[a[0] for a in ACCEPTED],
 )
 def test_config_the_platform_takes_is_accepted(case: str, changes: dict[str, Any]) -> None:
