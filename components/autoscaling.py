@@ -22,8 +22,8 @@ import pulumi_kubernetes as k8s
 from components.manifests import Manifest
 from components.options import child_options
 from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
+from stacks.settings import KEDA_NAMESPACE
 
-KEDA_NAMESPACE = "keda"
 # The chart's operator service account; Workload Identity maps it to a Google identity.
 KEDA_OPERATOR = "keda-operator"
 # The chart's metrics API server account; it reads the API server's front-proxy CA.

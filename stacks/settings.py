@@ -10,22 +10,32 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import available_timezones
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from stacks.cron import CronError, schedule
+from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of
 
 # One A4 node: the only machine this project schedules GPU work on.
 A4_MACHINE_TYPE = "a4-highgpu-8g"
 GPU_TYPE = "nvidia-b200"
 GPUS_PER_NODE = 8
+# GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
+B200_MIN_VERSION = "1.32.2-gke.1422000"
+B200_MIN_MINOR = 32
+# The namespace the stack installs KEDA in; the stack's own workloads may not share it.
+KEDA_NAMESPACE = "keda"
+# Authorized networks GKE takes with the public IP endpoint the program opens for them (docs/config-rules.md).
+MAX_AUTHORIZED_NETWORKS = 50
 
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
@@ -139,7 +149,12 @@ def quantity(value: str) -> Decimal:
 
 _MACHINE_CPUS = re.compile(r"^[a-z0-9]+-[a-z]+-(\d+)$")
 _VERSION = re.compile(r"^1\.(\d+)$")
-_IMAGE_PINNED = re.compile(r"^[^:@\s]+(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
+# distribution/reference's grammar (regexp.go): [domain[:port]/]path[:tag][@digest].
+_IMAGE_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
+_IMAGE_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+_IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}/)?{_IMAGE_PATH}(?::(?P<tag>[\w][\w.-]{{0,127}}))?(?:@(?P<digest>sha256:[0-9a-f]{{64}}))?$", re.ASCII
+)
 
 
 class Section(BaseModel):
@@ -181,8 +196,10 @@ def _project_id(value: str) -> str:
 
 
 def _pinned_image(value: str) -> str:
-    if not _IMAGE_PINNED.match(value) or value.endswith(":latest"):
-        raise ConfigProblem((), value, "is not pinned; name a tag such as vllm/vllm-openai:v0.18.1 or a sha256 digest")
+    reference = _IMAGE_REFERENCE.match(value)
+    # With a digest the tag is only a label: the node pulls by digest, so even latest is pinned.
+    if reference is None or not (reference["digest"] or (reference["tag"] and reference["tag"] != "latest")):
+        raise ConfigProblem((), value, "is not pinned; name a tag such as vllm/vllm-openai:v0.18.1, a sha256 digest, or both")
     return value
 
 
@@ -243,12 +260,23 @@ EXCLUSION_SCOPES = {
     "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
 }
 NO_UPGRADES_MAX_DAYS = 30
+# The provider's maintenance_exclusion MaxItems (docs/config-rules.md).
+MAX_EXCLUSIONS = 20
 
 
 def _utc_time(value: str) -> str:
-    if not _RFC3339.match(value):
-        raise ConfigProblem((), value, "is not an RFC 3339 UTC time such as 2026-12-01T00:00:00Z")
+    try:
+        if not _RFC3339.match(value):
+            raise ValueError(value)
+        # The provider parses with Go's time.Parse(time.RFC3339): no hour 24, no 31 April, no 29 February 2027.
+        datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise ConfigProblem((), value, "is not an RFC 3339 UTC time such as 2026-12-01T00:00:00Z (a real date, hours 00-23)") from None
     return value
+
+
+def _instant(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _check_order(start: str, end: str) -> None:
@@ -257,8 +285,11 @@ def _check_order(start: str, end: str) -> None:
 
 
 def _days_between(start: str, end: str) -> float:
-    first, last = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
-    return (last - first).total_seconds() / 86400
+    return (_instant(end) - _instant(start)).total_seconds() / 86400
+
+
+def _hours(span: timedelta) -> str:
+    return f"{span.total_seconds() / 3600:g} hours"
 
 
 class MaintenanceWindowSettings(Section):
@@ -283,6 +314,19 @@ class MaintenanceWindowSettings(Section):
     @model_validator(mode="after")
     def _ordered(self) -> MaintenanceWindowSettings:
         _check_order(self.start_time, self.end_time)
+        return self
+
+    @model_validator(mode="after")
+    def _enough_time(self) -> MaintenanceWindowSettings:
+        available = least_available(_instant(self.start_time), _instant(self.end_time), self.recurrence)
+        if available < MIN_AVAILABLE:
+            raise ConfigProblem(
+                (),
+                None,
+                f"({self.start_time} to {self.end_time}, {self.recurrence}) allows {_hours(available)} of maintenance in some "
+                f"{ROLLING_PERIOD.days} days; GKE requires at least {_hours(MIN_AVAILABLE)} in any {ROLLING_PERIOD.days} days, "
+                f"counting only stretches of {_hours(MIN_STRETCH)} or more: lengthen the window or let it recur more often",
+            )
         return self
 
 
@@ -333,6 +377,30 @@ class MaintenanceSettings(Section):
     exclusions: tuple[MaintenanceExclusionSettings, ...] = ()
     """Periods without upgrades, e.g. a batch."""
 
+    @field_validator("exclusions")
+    @classmethod
+    def _exclusions(cls, value: tuple[MaintenanceExclusionSettings, ...]) -> tuple[MaintenanceExclusionSettings, ...]:
+        if len(value) > MAX_EXCLUSIONS:
+            raise ConfigProblem((), None, f"lists {len(value)} exclusions; GKE takes at most {MAX_EXCLUSIONS}")
+        first: dict[str, int] = {}
+        for index, exclusion in enumerate(value):
+            if exclusion.name in first:
+                # GKE keys exclusions by name: the later one would silently replace the earlier.
+                raise ConfigProblem(
+                    (index, "name"), exclusion.name, f"is already the name of exclusions[{first[exclusion.name]}]; give each its own name"
+                )
+            first[exclusion.name] = index
+        return value
+
+    @model_validator(mode="after")
+    def _window_with_exclusions(self) -> MaintenanceSettings:
+        if self.exclusions and self.window is None:
+            # The provider requires exactly one window kind in a maintenance policy.
+            raise ConfigProblem(
+                ("window",), None, "is required with exclusions: a maintenance policy needs a window; set startTime, endTime and recurrence"
+            )
+        return self
+
 
 class ClusterSettings(Section):
     """The GKE Autopilot cluster."""
@@ -358,12 +426,18 @@ class ClusterSettings(Section):
     @field_validator("authorized_networks")
     @classmethod
     def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(value) > MAX_AUTHORIZED_NETWORKS:
+            # Authorized networks make the program open the IP endpoint publicly, where GKE takes 50 (100 only when private).
+            raise ConfigProblem((), None, f"lists {len(value)} ranges; GKE takes at most {MAX_AUTHORIZED_NETWORKS} with a public endpoint")
         for index, cidr in enumerate(value):
             try:
-                ipaddress.IPv4Network(cidr)
+                network = ipaddress.IPv4Network(cidr)
             except ValueError:
                 raise ConfigProblem((index,), cidr, "is not an IPv4 CIDR range such as 203.0.113.0/24") from None
-            if ipaddress.IPv4Network(cidr).prefixlen == 0:
+            if str(network) != cidr:
+                # The provider's IsCIDRNetwork takes only the form Go's net.ParseCIDR prints back.
+                raise ConfigProblem((index,), cidr, f"is not in address/prefix-length form; write {network}")
+            if network.prefixlen == 0:
                 raise ConfigProblem((index,), cidr, "opens the control plane to the whole internet; set allowOpenControlPlane instead")
         return value
 
@@ -388,8 +462,16 @@ class ClusterSettings(Section):
     @classmethod
     def _version(cls, value: str) -> str:
         match = _VERSION.match(value)
-        if not match or not 30 <= int(match.group(1)) <= 37:
-            raise ConfigProblem((), value, "is not a supported GKE minor version; use one from 1.30 to 1.37, written like 1.35")
+        if not match or int(match.group(1)) > 37:
+            raise ConfigProblem(
+                (), value, f"is not a supported GKE minor version; use one from 1.{B200_MIN_MINOR} to 1.37, written like 1.35"
+            )
+        if int(match.group(1)) < B200_MIN_MINOR:
+            raise ConfigProblem(
+                (),
+                value,
+                f"is too old for B200 on Autopilot, which needs GKE {B200_MIN_VERSION} or later; use 1.{B200_MIN_MINOR} to 1.37",
+            )
         return value
 
     @property
@@ -821,9 +903,6 @@ class BenchmarkSettings(Section):
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
 
 
-_CRON = re.compile(r"^(\S+\s+){4}\S+$")
-
-
 class BatchWindowSettings(Section):
     """A period in which the replicas are scaled up whatever the queue: the wake-up from zero."""
 
@@ -839,9 +918,48 @@ class BatchWindowSettings(Section):
     @field_validator("start", "end")
     @classmethod
     def _cron(cls, value: str) -> str:
-        if not _CRON.match(value.strip()):
-            raise ConfigProblem((), value, "is not a 5-field cron expression such as '0 22 * * 1-5'")
+        try:
+            schedule(value)
+        except CronError as error:
+            raise ConfigProblem((), value, f"is not a cron expression KEDA takes: it {error} (e.g. '0 22 * * 1-5')") from None
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        # KEDA loads the zone with Go's time.LoadLocation on every poll; an unknown one fails each time.
+        if value not in _time_zones():
+            raise ConfigProblem((), value, "is not an IANA time zone such as Etc/UTC or Europe/Amsterdam")
+        return value
+
+    @model_validator(mode="after")
+    def _opens(self) -> BatchWindowSettings:
+        if schedule(self.start) == schedule(self.end):
+            # KEDA refuses an identical start and end; an equal schedule spelt otherwise never opens.
+            raise ConfigProblem(("end",), self.end, f"fires when start ({self.start}) does: the window would never be open")
+        return self
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def vendored_keda_versions() -> tuple[str, ...]:
+    """The KEDA chart versions with source under charts/ (charts/PROVENANCE.md)."""
+    charts = Path(__file__).parent.parent / "charts"
+    return tuple(sorted(p.name.removeprefix("keda-") for p in charts.glob("keda-*") if p.is_dir()))
+
+
+def _vendored_keda(value: str) -> str:
+    # The render reads the chart's source; an unvendored version would fail only after resources were registered.
+    versions = vendored_keda_versions()
+    if value not in versions:
+        raise ConfigProblem((), value, f"is not a vendored KEDA chart version; {one_of(versions)}, or vendor it under charts/ first")
+    return value
+
+
+KedaVersion = Annotated[str, AfterValidator(_vendored_keda)]
 
 
 class AutoscalingSettings(Section):
@@ -861,7 +979,7 @@ class AutoscalingSettings(Section):
     """How often the queue is read."""
     batch_windows: tuple[BatchWindowSettings, ...] = ()
     """Scheduled wake-ups: from zero no vLLM reports a queue, so a window (or raising minReplicas) starts a batch."""
-    keda_version: str = "2.20.2"
+    keda_version: KedaVersion = "2.20.2"
     """KEDA Helm chart version (kedacore/charts)."""
 
 
@@ -894,8 +1012,11 @@ class ObservabilitySettings(Section):
     @classmethod
     def _channels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for index, channel in enumerate(value):
-            if not re.match(r"^projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/\d+$", channel):
-                raise ConfigProblem((index,), channel, "is not a notification channel: projects/<project>/notificationChannels/<id>")
+            # Cloud Monitoring names a channel by project id or project number.
+            if not re.match(r"^projects/([a-z][-a-z0-9]{4,28}[a-z0-9]|[0-9]+)/notificationChannels/[0-9]+$", channel):
+                raise ConfigProblem(
+                    (index,), channel, "is not a notification channel: projects/<project id or number>/notificationChannels/<id>"
+                )
         return value
 
 
@@ -1054,6 +1175,18 @@ class StackSettings(Section):
             raise ConfigProblem(("cluster", "privateNodes"), False, "gives every node a public IP; set allowPublicNodes: true to opt in")
         if self.production and not self.cluster.deletion_protection:
             raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
+        if self.production and self.cluster.maintenance.window is None:
+            # Without one GKE may upgrade a serving production cluster at any hour.
+            raise ConfigProblem(
+                ("cluster", "maintenance", "window"),
+                None,
+                "is required on a production stack (production: true): say when GKE may upgrade it, e.g. startTime "
+                "2026-01-03T00:00:00Z, endTime 2026-01-03T06:00:00Z, recurrence FREQ=WEEKLY;BYDAY=SA,SU",
+            )
+        if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
+            raise ConfigProblem(
+                ("cluster", "namespace"), self.cluster.namespace, "is where the stack installs KEDA when autoscaling is on; choose another"
+            )
         return self
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from render.engine import Render, render_stack
 from render.validation import validate_render
 from stacks.problems import StackConfigError
-from stacks.settings import MANAGED_FLAGS, PROGRAM_LABELS, known_keys
+from stacks.settings import B200_MIN_MINOR, MANAGED_FLAGS, PROGRAM_LABELS, known_keys
 
 # Derandomized in CI so a red build reproduces; random locally to keep finding new cases.
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -57,7 +57,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         "llm:routing": routing,
         "llm:allowPublicExposure": external,
         "llm:capacity": draw(capacities()),
-        "llm:cluster": {"version": f"1.{draw(st.integers(30, 37))}", "deletionProtection": draw(st.booleans())},
+        "llm:cluster": {"version": f"1.{draw(st.integers(B200_MIN_MINOR, 37))}", "deletionProtection": draw(st.booleans())},
         "llm:workload": {"inputTokens": input_tokens, "outputTokens": output_tokens, "rangeRatio": ratio},
         "llm:serving": {
             "maxModelLen": draw(st.integers(longest, longest + 8192)),

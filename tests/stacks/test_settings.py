@@ -69,7 +69,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "cluster version out of range",
         {"llm:cluster": {"version": "1.29"}},
-        ["llm:cluster.version: '1.29' is not a supported GKE minor version"],
+        ["llm:cluster.version: '1.29' is too old for B200 on Autopilot"],
     ),
     (
         "external gateway without opt-in",
