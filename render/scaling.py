@@ -273,12 +273,13 @@ def simulate(scaled_object: Mapping[str, Any], serving: Serving, trace: Trace) -
     hpa = _Hpa()
     # horizontal.go recordInitialRecommendation: the count when the HPA is first seen.
     hpa.recommendations.append((0.0, desired))
-    remaining = float(trace.requests) if trace.requests is not None else math.inf
+    remaining = float(trace.requests) if trace.requests is not None else None
     steps: list[Step] = []
 
     for second in range(0, trace.seconds + 1, HPA_SYNC_SECONDS):
         ready = sum(pod.ready_at <= second for pod in pods)
-        outstanding = min(trace.clients(second), remaining)
+        # Whole requests: a closed loop that runs out of work ends.
+        outstanding = trace.clients(second) if remaining is None else min(trace.clients(second), math.floor(remaining))
         running = min(outstanding, ready * serving.requests_per_replica) if ready else 0.0
         state = {"running": running, "waiting": outstanding - running if ready else 0.0}
         readings = [_read(trigger, state, trace, second) for trigger in triggers]
@@ -326,7 +327,7 @@ def simulate(scaled_object: Mapping[str, Any], serving: Serving, trace: Trace) -
             unfinished = max(0.0, 1 - serving.drain_seconds / serving.request_seconds)
             aborted = sum(share * unfinished for pod in removed if pod.ready_at <= second)
         desired = target
-        if math.isfinite(remaining):
+        if remaining is not None:
             # Closed loop: what ran for one step is done; aborted requests are sent again.
             remaining = max(0.0, remaining - running * HPA_SYNC_SECONDS / serving.request_seconds)
         steps.append(Step(second, desired, ready, round(outstanding if ready else 0), round(aborted)))

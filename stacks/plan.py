@@ -246,9 +246,8 @@ class AutoscalingSpec:
     max_replicas: int
     # KEDA's registry (ghcr.io) as the nodes reach it.
     image_registry: str
-    # Requests one replica can hold at once (max-num-seqs x engines): the "busy" trigger
-    # keeps a replica while anything runs without asking for more than the queue does.
-    capacity_per_replica: int
+    # Time a new replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_seconds: int
 
 
 @dataclass(frozen=True)
@@ -334,7 +333,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             min_replicas=settings.autoscaling.min_replicas,
             max_replicas=settings.max_replicas,
             image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
-            capacity_per_replica=settings.serving.max_num_seqs * settings.serving.data_parallel_size,
+            cold_start_seconds=settings.serving.cold_start_minutes * 60,
         )
         if settings.autoscaling.enabled
         else None

@@ -8,8 +8,6 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
-import pytest
-
 from render.scaling import (
     BATCH_CLIENTS,
     HPA_SYNC_SECONDS,
@@ -60,7 +58,6 @@ def flaps(steps: list[Step], within_seconds: int = 30 * 60) -> list[int]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 item 1: no initialCooldownPeriod, KEDA's default 0 drops fresh replicas at once")
 def test_a_stack_deployed_with_no_traffic_keeps_its_replicas_for_idle_minutes_once_ready() -> None:
     steps = run(deploy_with_no_traffic(NODES))
     kept = [s for s in steps if s.second <= REFERENCE_COLD_START_SECONDS + IDLE_MINUTES * 60]
@@ -68,21 +65,18 @@ def test_a_stack_deployed_with_no_traffic_keeps_its_replicas_for_idle_minutes_on
     assert steps[-1].desired == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 item 2: only the queue scales with load; once it drains the stack drops to one")
 def test_a_steady_batch_keeps_the_replicas_its_load_needs_and_never_flaps() -> None:
     steps = run(steady_batch(NODES))
     assert min(s.desired for s in steps) >= NEED
     assert flaps(steps) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 item 2: when the window closes only the queue holds replicas")
 def test_a_batch_window_that_closes_mid_batch_leaves_the_batch_its_replicas() -> None:
     steps = run(window_ending_mid_batch(NODES, datetime(2026, 1, 5, 22, 0)), with_window=True)
     assert min(s.desired for s in steps) >= NEED
     assert flaps(steps) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 item 2: the ramp reaches the need, then collapses when the queue drains")
 def test_a_ramp_from_one_replica_reaches_the_need_within_a_cold_start_and_holds_it() -> None:
     steps = run(ramp_from_one_replica())
     reached = next(s.second for s in steps if s.ready >= NEED)
@@ -96,7 +90,6 @@ def test_an_idle_stack_reaches_zero_only_after_idle_minutes() -> None:
     assert IDLE_MINUTES * 60 <= zero <= IDLE_MINUTES * 60 + POLL_SECONDS
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 item 2: the tail's replicas flap before the batch ends")
 def test_the_tail_of_a_batch_lets_replicas_go_without_adding_any_back() -> None:
     steps = run(batch_tail(NODES))
     last_load = max(s.second for s in steps if s.outstanding > 0)
