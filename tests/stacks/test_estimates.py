@@ -83,3 +83,17 @@ def test_the_measured_figures_are_the_ones_docs_reference_cites() -> None:
     text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
     rows = re.findall(r"^\s*\| (\d+) \| ([\d,]+) \| [\d,]+ \|$", text, re.MULTILINE)
     assert {int(nodes): float(total.replace(",", "")) for nodes, total in rows} == MEASURED_TOKENS_PER_SECOND
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19 item 4: the estimates decide 'scaled to zero' by nodes, the plan by the maximum")
+@pytest.mark.parametrize(
+    "values",
+    [{"nodes": 0}, {"nodes": 0, "autoscaling": {"enabled": True, "maxReplicas": 4}}, {"nodes": 3, "autoscaling": {"enabled": True}}],
+)
+def test_the_estimates_say_scaled_to_zero_exactly_when_the_plan_does(values: dict[str, Any]) -> None:
+    from stacks.plan import plan_stack
+
+    plan = plan_stack(settings(**values), "test")
+    figures = plan.estimate  # type: ignore[attr-defined]
+    assert ("scaled to zero" in figures.basis) == plan.scaled_to_zero
+    assert (figures.tokens_per_second == 0) == plan.scaled_to_zero
