@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from stacks import gke
-from stacks.estimates import estimate
+from stacks.estimates import Estimate, estimate
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
@@ -294,6 +294,8 @@ class ObservabilitySpec:
 class StackPlan:
     labels: dict[str, str]
     scaled_to_zero: bool
+    # Throughput and cost, on this plan's decision of whether the stack serves.
+    estimate: Estimate
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
@@ -309,6 +311,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
+    figures = estimate(settings, scaled_to_zero=scaled_to_zero)
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
@@ -384,6 +387,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     return StackPlan(
         labels=labels,
         scaled_to_zero=scaled_to_zero,
+        estimate=figures,
         capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
         replicas=replicas,
         cache=cache,
@@ -398,7 +402,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             deployment=REPLICAS,
             settings=settings.observability,
             gateway=gateway is not None,
-            expected_tokens_per_second=estimate(settings).tokens_per_second,
+            expected_tokens_per_second=figures.tokens_per_second,
             alerting=not scaled_to_zero,
         )
         if settings.observability.enabled

@@ -9,9 +9,9 @@ import pytest
 
 from render.engine import Render
 from render.validation import validate_render
-from stacks.estimates import cost_per_hour, estimate
+from stacks.estimates import cost_per_hour
 from stacks.metrics import series_problem
-from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
+from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, plan_stack
 from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
@@ -97,11 +97,13 @@ def test_an_autoscaled_gateway_stack_keeps_its_endpoint_picker_at_zero_nodes() -
 
 def test_estimates_show_the_cost_at_the_fewest_and_most_replicas() -> None:
     settings = StackSettings.model_validate({"project": "example-project", "nodes": 4, "autoscaling": {"enabled": True, "maxReplicas": 12}})
-    figures = estimate(settings).as_output()
+    figures = plan_stack(settings, "test").estimate.as_output()
     assert figures["costPerHourRange"] == {"fewest": cost_per_hour(settings, 0), "most": cost_per_hour(settings, 12)}
     assert (
         "costPerHourRange"
-        not in estimate(settings.model_copy(update={"autoscaling": settings.autoscaling.model_copy(update={"enabled": False})})).as_output()
+        not in plan_stack(
+            settings.model_copy(update={"autoscaling": settings.autoscaling.model_copy(update={"enabled": False})}), "test"
+        ).estimate.as_output()
     )
 
 
