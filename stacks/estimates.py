@@ -15,6 +15,8 @@ from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, Sta
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
 # Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
 MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
+# The load the measurements were taken at: ~2,000 concurrent requests per node.
+MEASURED_CONCURRENCY_PER_NODE = 2000
 CLUSTER_FEE_PER_HOUR = 0.10
 # List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
 # set capacity.pricePerNodeHour to estimate it.

@@ -284,8 +284,10 @@ class ObservabilitySpec:
     deployment: str
     settings: ObservabilitySettings
     gateway: bool
-    # The stack's own throughput estimate at its node count, when a reference figure applies.
-    expected_tokens_per_second: int | None
+    # What one Ready replica makes at the reference load, from the stack's own estimate, when a reference figure applies.
+    expected_tokens_per_replica: int | None
+    # Time a replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_minutes: int
     # Alerts are registered only while the stack may serve: none fire for a stack scaled to zero.
     alerting: bool
 
@@ -312,6 +314,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
     figures = estimate(settings, scaled_to_zero=scaled_to_zero)
+    serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
@@ -402,7 +405,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             deployment=REPLICAS,
             settings=settings.observability,
             gateway=gateway is not None,
-            expected_tokens_per_second=figures.tokens_per_second,
+            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
+            cold_start_minutes=settings.serving.cold_start_minutes,
             alerting=not scaled_to_zero,
         )
         if settings.observability.enabled
