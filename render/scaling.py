@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from render.engine import Render
 from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
 
 # kube-controller-manager defaults (cmd/kube-controller-manager/app/options/hpacontroller.go):
@@ -397,3 +398,41 @@ def standard_batch(idle_seconds: int) -> Trace:
     """One replica, the standard batch for 3 hours, then idle: what `render` prints."""
     seconds = BATCH_SECONDS + idle_seconds + 15 * 60
     return Trace("standard batch", seconds, _until(BATCH_CLIENTS, BATCH_SECONDS), 1, warm=True)
+
+
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+SHUTDOWN_TIMEOUT = re.compile(r"--shutdown-timeout=(\d+)")
+
+
+def _drain_seconds(render: Render) -> int:
+    """vLLM's --shutdown-timeout on the replicas: how long a removed replica lets requests finish."""
+    for deployment in render.by_type("kubernetes:apps/v1:Deployment"):
+        for container in deployment.inputs["spec"]["template"]["spec"]["containers"]:
+            for arg in container.get("args", []):
+                if found := SHUTDOWN_TIMEOUT.fullmatch(str(arg)):
+                    return int(found.group(1))
+    return 0
+
+
+def scaling_timeline(render: Render) -> str:
+    """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it."""
+    found = render.by_type(SCALED_OBJECT)
+    if not found:
+        return ""
+    scaled_object = found[0].inputs
+    trace = standard_batch(int(scaled_object["spec"].get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
+    steps = simulate(scaled_object, reference_serving(_drain_seconds(render)), trace)
+    lines = [
+        f"scaling: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
+        f"  (a model of KEDA v2.20.2 and the HPA; {REFERENCE_COLD_START_SECONDS // 60}-minute cold start,"
+        f" {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
+        f"  {'time':>6} {'desired':>8} {'ready':>6} {'requests':>9} {'aborted':>8}",
+    ]
+    shown: tuple[int, int, bool] | None = None
+    for step in steps:
+        key = (step.desired, step.ready, step.outstanding > 0)
+        if key != shown or step.aborted:
+            hours, minutes = divmod(step.second // 60, 60)
+            lines.append(f"  {hours:>3}:{minutes:02d} {step.desired:>8} {step.ready:>6} {step.outstanding:>9,} {step.aborted:>8,}")
+            shown = key
+    return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from functools import cache
 from itertools import pairwise
@@ -20,6 +21,7 @@ from render.scaling import (
     idle_to_zero,
     ramp_from_one_replica,
     reference_serving,
+    scaling_timeline,
     simulate,
     steady_batch,
     window_ending_mid_batch,
@@ -96,3 +98,13 @@ def test_the_tail_of_a_batch_lets_replicas_go_without_adding_any_back() -> None:
     zero = next(s.second for s in steps if s.desired == 0)
     assert flaps(steps) == []
     assert last_load + IDLE_MINUTES * 60 - POLL_SECONDS <= zero <= last_load + IDLE_MINUTES * 60 + POLL_SECONDS + HPA_SYNC_SECONDS
+
+
+def test_the_render_prints_the_replicas_over_the_standard_batch_only_when_the_stack_autoscales() -> None:
+    timeline = scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
+    rows = [line.split() for line in timeline.splitlines() if re.match(r"\s+\d+:\d\d ", line)]
+    desired = [int(row[1]) for row in rows]
+    assert desired[0] == NODES and desired[-1] == 0 and rows[0][0] == "0:00"
+    # The replicas never dip during the batch: the first row at zero comes after its 3 hours.
+    assert all(d == NODES for d in desired[: desired.index(0)])
+    assert scaling_timeline(render_with("prod")) == ""
