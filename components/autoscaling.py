@@ -1,4 +1,4 @@
-"""Autoscaling on vLLM's queue, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
+"""Autoscaling on the requests running and waiting, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
 
 Why KEDA and not an HPA through the Custom Metrics Stackdriver Adapter: an HPA
 cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE
