@@ -16,7 +16,6 @@ from components.observability import Observability
 from components.proxy_subnet import ProxySubnet
 from components.registry import ImageRegistry
 from components.replicas import Replicas
-from stacks.estimates import estimate
 from stacks.loading import load
 from stacks.plan import plan_stack
 
@@ -173,4 +172,4 @@ pulumi.export(
         "image": settings.serving.image,
     },
 )
-pulumi.export("estimates", estimate(settings).as_output())
+pulumi.export("estimates", specs.estimate.as_output())

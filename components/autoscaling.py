@@ -1,4 +1,4 @@
-"""Autoscaling on vLLM's queue, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
+"""Autoscaling on the requests running and waiting, down to zero when idle: KEDA with Google Cloud Managed Prometheus.
 
 Why KEDA and not an HPA through the Custom Metrics Stackdriver Adapter: an HPA
 cannot scale to zero replicas, and the idle stack must hold no A4 node. GKE's KEDA
@@ -44,9 +44,9 @@ def query_endpoint(project: str) -> str:
     return f"https://monitoring.googleapis.com/v1/projects/{project}/location/global/prometheus"
 
 
-def queue_query(metric: str, namespace: str) -> str:
-    """The stack's total of ``metric`` over every replica and engine."""
-    return f'sum({metric}{{namespace="{namespace}"}})'
+def concurrency_query(namespace: str) -> str:
+    """The stack's requests running and waiting, summed over every replica and engine."""
+    return f'sum({RUNNING_METRIC}{{namespace="{namespace}"}}) + sum({QUEUE_METRIC}{{namespace="{namespace}"}})'
 
 
 def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> dict[str, Any]:
@@ -95,29 +95,49 @@ def trigger_authentication(spec: AutoscalingSpec) -> dict[str, Any]:
     }
 
 
-def _prometheus(spec: AutoscalingSpec, name: str, metric: str, threshold: int) -> dict[str, Any]:
+# The HPA may add up to the maximum at every sync (15 s): each new replica takes a cold start
+# to serve, so waiting to add more only delays the batch.
+SCALE_UP_PERIOD_SECONDS = 15
+
+
+def behavior(spec: AutoscalingSpec) -> dict[str, Any]:
+    """HPA behavior: up at once to what the load needs; down only once the load stayed lower long enough.
+
+    Removing a replica that is needed again within a cold start is the flap that costs most, so
+    a lower load must last a cold start plus idleMinutes before a replica goes.
+    """
     return {
-        "type": "prometheus",
-        "name": name,
-        "metadata": {
-            "serverAddress": query_endpoint(spec.project),
-            "query": queue_query(metric, spec.namespace),
-            "threshold": str(threshold),
-            # Active (kept above zero) while the value is above 0.
-            "activationThreshold": "0",
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Pods", "value": spec.max_replicas, "periodSeconds": SCALE_UP_PERIOD_SECONDS}],
         },
-        "authenticationRef": {"name": AUTHENTICATION},
+        "scaleDown": {
+            "stabilizationWindowSeconds": spec.cold_start_seconds + spec.settings.idle_minutes * 60,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": SCALE_UP_PERIOD_SECONDS}],
+        },
     }
 
 
 def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
-    """Replicas follow the queue; any request running or waiting keeps one; idle for a while, zero."""
+    """Replicas follow the requests running and waiting; idle for a while, zero."""
     scaling = spec.settings
     triggers = [
-        # Desired replicas = waiting requests / waiting per replica.
-        _prometheus(spec, "queue", QUEUE_METRIC, scaling.waiting_per_replica),
-        # Never more than one replica per replica's worth of running requests: only keeps one alive.
-        _prometheus(spec, "busy", RUNNING_METRIC, spec.capacity_per_replica),
+        {
+            "type": "prometheus",
+            "name": "concurrency",
+            "metadata": {
+                "serverAddress": query_endpoint(spec.project),
+                "query": concurrency_query(spec.namespace),
+                # AverageValue (KEDA's default): replicas = ceil(running and waiting / target). Running
+                # requests count, so the replicas never drop below what the running requests need.
+                "threshold": str(scaling.requests_per_replica),
+                # Active (kept above zero) while anything runs or waits.
+                "activationThreshold": "0",
+            },
+            "authenticationRef": {"name": AUTHENTICATION},
+        },
         *(
             {
                 "type": "cron",
@@ -132,6 +152,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             for index, window in enumerate(scaling.batch_windows)
         ),
     ]
+    idle_seconds = scaling.idle_minutes * 60
     return {
         "apiVersion": KEDA_API,
         "kind": "ScaledObject",
@@ -142,7 +163,11 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             "maxReplicaCount": spec.max_replicas,
             "pollingInterval": scaling.poll_seconds,
             # Scale to minReplicas only after this long with every trigger inactive.
-            "cooldownPeriod": scaling.idle_minutes * 60,
+            "cooldownPeriod": idle_seconds,
+            # KEDA's default is 0: a new ScaledObject with no load drops its replicas at the first
+            # poll (scale_executor.go), while they still load. Give them their cold start, then idle.
+            "initialCooldownPeriod": spec.cold_start_seconds + idle_seconds,
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(spec)}},
             "triggers": triggers,
         },
     }

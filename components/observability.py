@@ -16,12 +16,15 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
+from stacks.estimates import MEASURED_CONCURRENCY_PER_NODE
 from stacks.plan import ObservabilitySpec
 
 COLUMNS = 48
 TILE_WIDTH = 24
 TILE_HEIGHT = 16
 WINDOW = "5m"
+AVAILABLE = "kube_deployment_status_replicas_available"
+DESIRED = "kube_deployment_spec_replicas"
 
 
 def _on(spec: ObservabilitySpec) -> str:
@@ -36,8 +39,12 @@ def _quantile(q: float, histogram: str, spec: ObservabilitySpec) -> str:
     return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{{{_on(spec)}}}[{WINDOW}])))"
 
 
+def _deployment(spec: ObservabilitySpec) -> str:
+    return f'{_on(spec)},deployment="{spec.deployment}"'
+
+
 def _replicas(metric: str, spec: ObservabilitySpec) -> str:
-    return f'sum({metric}{{{_on(spec)},deployment="{spec.deployment}"}})'
+    return f"sum({metric}{{{_deployment(spec)}}})"
 
 
 def tokens_per_second(spec: ObservabilitySpec) -> str:
@@ -75,7 +82,7 @@ def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
         ("GPU power (W), total", ["sum(DCGM_FI_DEV_POWER_USAGE)"]),
         (
             "Replicas: ready, desired",
-            [_replicas("kube_deployment_status_replicas_available", spec), _replicas("kube_deployment_spec_replicas", spec)],
+            [_replicas(AVAILABLE, spec), _replicas(DESIRED, spec)],
         ),
     ]
     if spec.gateway:
@@ -128,11 +135,17 @@ class Alert:
 def alerts(spec: ObservabilitySpec) -> list[Alert]:
     """The alert conditions; each reads only series a serving stack has, so none fires at zero replicas."""
     settings = spec.settings
+    available, desired = _replicas(AVAILABLE, spec), _replicas(DESIRED, spec)
+    stuck = f"{spec.cold_start_minutes}m"
     found = [
         Alert(
             "replicas-not-ready",
-            f"{_replicas('kube_deployment_status_replicas_available', spec)} < {_replicas('kube_deployment_spec_replicas', spec)}",
-            "Fewer replicas are available than the Deployment asks for.",
+            # Fewer available than desired and neither count moved for a whole cold-start budget: a
+            # scale-up or a rollout round makes a replica Ready (or changes the count) well within it.
+            f"{available} < {desired}"
+            f" and on() sum(changes({AVAILABLE}{{{_deployment(spec)}}}[{stuck}])) == 0"
+            f" and on() sum(changes({DESIRED}{{{_deployment(spec)}}}[{stuck}])) == 0",
+            f"Fewer replicas are available than the Deployment asks for, with no progress for {spec.cold_start_minutes} minutes.",
             "kubectl -n NAMESPACE describe pods -l app.kubernetes.io/name=vllm: Pending means no A4 capacity; "
             "CrashLoopBackOff means read the vLLM log.",
         ),
@@ -155,14 +168,16 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
             "Check the queue and KV-cache charts; add replicas if both are high.",
         ),
     ]
-    if spec.expected_tokens_per_second:
-        floor = round(spec.expected_tokens_per_second * settings.throughput_fraction)
-        # Under load: the replicas hold requests, so a low rate is not an idle stack.
+    if spec.expected_tokens_per_replica:
+        floor = round(spec.expected_tokens_per_replica * settings.throughput_fraction)
+        # Against the replicas Ready now, and only while each runs the load the estimate was measured
+        # at: lighter traffic makes fewer tokens/s without anything being wrong.
         found.append(
             Alert(
                 "throughput-low",
-                f"({tokens_per_second(spec)}) < {floor} and on() sum(vllm:num_requests_running{{{_on(spec)}}}) > 0",
-                f"Under load, tokens/s fell below {settings.throughput_fraction:.0%} of the stack's estimate.",
+                f"({tokens_per_second(spec)}) < on() ({floor} * {available})"
+                f" and on() sum(vllm:num_requests_running{{{_on(spec)}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
+                f"At full load, tokens/s fell below {settings.throughput_fraction:.0%} of the estimate for the replicas running.",
                 "Compare GPU utilisation and preemptions; a replica on a slow or failing node shows up there.",
             )
         )

@@ -14,6 +14,7 @@ import yaml
 from render.awaits import awaits
 from render.chart import CHART_TYPE, chart_objects, render_chart
 from render.engine import Registration, Render, redact
+from render.scaling import scaling_timeline
 
 RECORDS_FILE = "resources.json"
 PLAN_FILE = "plan.txt"
@@ -107,6 +108,8 @@ def plan(render: Render) -> str:
             if registration.type == CHART_TYPE:
                 lines.extend(f"      renders {item.label()}; awaits: {awaits(item.manifest)}" for item in render_chart(registration))
         lines.append("")
+    if timeline := scaling_timeline(render):
+        lines.extend([timeline, ""])
     lines.append("outputs")
     lines.extend(_outputs(dict(sorted(redact(render.outputs).items())), "  "))
     return "\n".join(lines) + "\n"

@@ -15,6 +15,8 @@ from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, Sta
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
 # Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
 MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
+# The load the measurements were taken at: ~2,000 concurrent requests per node.
+MEASURED_CONCURRENCY_PER_NODE = 2000
 CLUSTER_FEE_PER_HOUR = 0.10
 # List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
 # set capacity.pricePerNodeHour to estimate it.
@@ -115,32 +117,34 @@ def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | 
     return round(gpu + sum(cost for _, cost in idle_bill(settings)), 2)
 
 
-def estimate(settings: StackSettings) -> Estimate:
-    """The figures at ``nodes``; with autoscaling also the cost at the fewest and most replicas."""
-    figures = replace(_estimate(settings), idle=tuple(idle_bill(settings)))
+def estimate(settings: StackSettings, *, scaled_to_zero: bool) -> Estimate:
+    """The figures at ``nodes`` (autoscaled from 0: at the most replicas); with autoscaling also the cost at the fewest and most.
+
+    Whether the stack is scaled to zero is the plan's decision (stacks/plan.py), not made here.
+    """
+    figures = replace(_estimate(settings, scaled_to_zero), idle=tuple(idle_bill(settings)))
     if not settings.autoscaling.enabled:
         return figures
     cost_range = (cost_per_hour(settings, settings.autoscaling.min_replicas), cost_per_hour(settings, settings.max_replicas))
     return replace(figures, cost_range=cost_range)
 
 
-def _estimate(settings: StackSettings) -> Estimate:
-    cost = cost_per_hour(settings)
+def _estimate(settings: StackSettings, scaled_to_zero: bool) -> Estimate:
+    # Autoscaled from 0 replicas: the figures of a batch at the most replicas.
+    nodes = 0 if scaled_to_zero else settings.nodes or settings.max_replicas
+    cost = cost_per_hour(settings, nodes)
     price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
-    if settings.nodes == 0:
+    if scaled_to_zero:
         return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
     unmatched = unmeasured_reason(settings)
     if unmatched is not None:
         return Estimate(None, cost, None, f"no reference figure: {unmatched}" + price_note)
-    efficiency, extrapolated = scaling_efficiency(settings.nodes)
-    tokens = MEASURED_TOKENS_PER_SECOND[1] * settings.nodes * efficiency
-    plural = "s" if settings.nodes > 1 else ""
-    basis = (
-        f"reference: {MEASURED_TOKENS_PER_SECOND[1]:,.0f} tok/s per node x {efficiency:.1%} scaling efficiency"
-        f" at {settings.nodes} node{plural}"
-    )
+    efficiency, extrapolated = scaling_efficiency(nodes)
+    tokens = MEASURED_TOKENS_PER_SECOND[1] * nodes * efficiency
+    plural = "s" if nodes > 1 else ""
+    basis = f"reference: {MEASURED_TOKENS_PER_SECOND[1]:,.0f} tok/s per node x {efficiency:.1%} scaling efficiency at {nodes} node{plural}"
     if settings.routing == "gateway":
-        overhead, outside = _interpolate(MEASURED_GATEWAY_OVERHEAD, settings.nodes)
+        overhead, outside = _interpolate(MEASURED_GATEWAY_OVERHEAD, nodes)
         tokens *= 1 - overhead
         extrapolated = extrapolated or outside
         basis += f", minus {overhead:.0%} Inference Gateway overhead"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from stacks import gke
-from stacks.estimates import estimate
+from stacks.estimates import Estimate, estimate
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
@@ -279,9 +279,8 @@ class AutoscalingSpec:
     max_replicas: int
     # KEDA's registry (ghcr.io) as the nodes reach it.
     image_registry: str
-    # Requests one replica can hold at once (max-num-seqs x engines): the "busy" trigger
-    # keeps a replica while anything runs without asking for more than the queue does.
-    capacity_per_replica: int
+    # Time a new replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_seconds: int
 
 
 @dataclass(frozen=True)
@@ -318,8 +317,10 @@ class ObservabilitySpec:
     deployment: str
     settings: ObservabilitySettings
     gateway: bool
-    # The stack's own throughput estimate at its node count, when a reference figure applies.
-    expected_tokens_per_second: int | None
+    # What one Ready replica makes at the reference load, from the stack's own estimate, when a reference figure applies.
+    expected_tokens_per_replica: int | None
+    # Time a replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_minutes: int
     # Alerts are registered only while the stack may serve: none fire for a stack scaled to zero.
     alerting: bool
 
@@ -330,6 +331,8 @@ class StackPlan:
     scaled_to_zero: bool
     # Production stacks protect what holds state (cluster, network, cache): `pulumi destroy` stops before deleting anything.
     protect_state: bool
+    # Throughput and cost, on this plan's decision of whether the stack serves.
+    estimate: Estimate
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
@@ -345,6 +348,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
+    figures = estimate(settings, scaled_to_zero=scaled_to_zero)
+    serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     cache: CacheSpec | None = None
     if settings.cache.enabled:
@@ -370,7 +375,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             min_replicas=settings.autoscaling.min_replicas,
             max_replicas=settings.max_replicas,
             image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
-            capacity_per_replica=settings.serving.max_num_seqs * settings.serving.data_parallel_size,
+            cold_start_seconds=settings.serving.cold_start_minutes * 60,
         )
         if settings.autoscaling.enabled
         else None
@@ -421,6 +426,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
+        estimate=figures,
         capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
         replicas=replicas,
         cache=cache,
@@ -435,7 +441,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             deployment=REPLICAS,
             settings=settings.observability,
             gateway=gateway is not None,
-            expected_tokens_per_second=estimate(settings).tokens_per_second,
+            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
+            cold_start_minutes=settings.serving.cold_start_minutes,
             alerting=not scaled_to_zero,
         )
         if settings.observability.enabled

@@ -971,10 +971,10 @@ class AutoscalingSettings(Section):
     """Fewest replicas; 0 lets an idle stack go to zero GPU nodes."""
     max_replicas: int | None = Field(default=None, ge=1, le=1000)
     """Most replicas; default: `nodes`."""
-    waiting_per_replica: int = Field(default=256, ge=1, le=100_000)
-    """Target of requests waiting (summed over a replica's 8 engines) per replica; above it, add replicas."""
+    requests_per_replica: int = Field(default=2000, ge=1, le=100_000)
+    """Target of requests running or waiting per replica (the reference ran ~2,000 per node); replicas = total / target."""
     idle_minutes: int = Field(default=15, ge=1, le=1440)
-    """Minutes with no request running or waiting before scaling to `minReplicas`."""
+    """Minutes without requests before scaling to `minReplicas`; replicas go after load is lower for a cold start plus this."""
     poll_seconds: int = Field(default=30, ge=5, le=600)
     """How often the queue is read."""
     batch_windows: tuple[BatchWindowSettings, ...] = ()

@@ -28,7 +28,12 @@ CHANGES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
     ("scale to zero", {"nodes": 0}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT, *ALERTS}),
     ("engine image", {"serving": {"image": "vllm/vllm-openai:v0.18.2"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("capacity mode", {"capacity": {"mode": "flex-start"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
-    ("cold start budget", {"serving": {"coldStartMinutes": 40}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
+    # The replicas alert waits a cold start without progress before it opens.
+    (
+        "cold start budget",
+        {"serving": {"coldStartMinutes": 40}},
+        {("kubernetes:apps/v1:Deployment", "vllm"), ("gcp:monitoring/alertPolicy:AlertPolicy", "replicas-not-ready")},
+    ),
     (
         "routing mode",
         {"routing": "gateway"},

@@ -9,9 +9,9 @@ import pytest
 
 from render.engine import Render
 from render.validation import validate_render
-from stacks.estimates import cost_per_hour, estimate
+from stacks.estimates import cost_per_hour
 from stacks.metrics import series_problem
-from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
+from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, plan_stack
 from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
@@ -30,25 +30,36 @@ def scaled_object(render: Render) -> dict[str, Any]:
     return spec
 
 
-def test_the_scaled_object_drives_the_replicas_between_the_bounds_on_the_queue() -> None:
-    render = autoscaled(minReplicas=0, maxReplicas=8, waitingPerReplica=128, idleMinutes=20)
+def test_the_scaled_object_drives_the_replicas_between_the_bounds_on_requests_running_and_waiting() -> None:
+    render = autoscaled(minReplicas=0, maxReplicas=8, requestsPerReplica=1500, idleMinutes=20)
     spec = scaled_object(render)
     deployment = render.one(DEPLOYMENT).inputs
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment["metadata"]["name"]}
     assert (spec["minReplicaCount"], spec["maxReplicaCount"], spec["cooldownPeriod"]) == (0, 8, 20 * 60)
-    queue = next(t for t in spec["triggers"] if t["name"] == "queue")
-    assert queue["type"] == "prometheus" and queue["metadata"]["threshold"] == "128"
-    # One series per data-parallel engine: the query sums them over every pod of the stack.
-    assert queue["metadata"]["query"] == f'sum({QUEUE_METRIC}{{namespace="llm-serving"}})'
-    assert queue["metadata"]["serverAddress"] == "https://monitoring.googleapis.com/v1/projects/llm-serving-prod/location/global/prometheus"
+    (concurrency,) = [t for t in spec["triggers"] if t["type"] == "prometheus"]
+    assert concurrency["metadata"]["threshold"] == "1500" and concurrency["metadata"]["activationThreshold"] == "0"
+    # One series per data-parallel engine: the query sums both gauges over every pod of the stack.
+    query = concurrency["metadata"]["query"]
+    assert query == f'sum({RUNNING_METRIC}{{namespace="llm-serving"}}) + sum({QUEUE_METRIC}{{namespace="llm-serving"}})'
+    assert (
+        concurrency["metadata"]["serverAddress"]
+        == "https://monitoring.googleapis.com/v1/projects/llm-serving-prod/location/global/prometheus"
+    )
 
 
-def test_any_request_running_keeps_a_replica_but_never_asks_for_more_than_the_queue() -> None:
-    busy = next(t for t in scaled_object(autoscaled())["triggers"] if t["name"] == "busy")
-    assert RUNNING_METRIC in busy["metadata"]["query"]
-    assert busy["metadata"]["activationThreshold"] == "0"
-    # One replica holds max-num-seqs x 8 engines requests: running requests alone never add one.
-    assert busy["metadata"]["threshold"] == str(8192 * 8)
+def test_the_target_per_replica_defaults_to_the_reference_concurrency_per_node() -> None:
+    (concurrency,) = [t for t in scaled_object(autoscaled())["triggers"] if t["type"] == "prometheus"]
+    assert concurrency["metadata"]["threshold"] == "2000"
+
+
+def test_fresh_replicas_get_their_cold_start_and_idle_minutes_and_scale_down_waits_as_long() -> None:
+    render = render_with("prod", autoscaling={"enabled": True, "idleMinutes": 20}, serving={"coldStartMinutes": 30})
+    spec = scaled_object(render)
+    assert spec["initialCooldownPeriod"] == (30 + 20) * 60
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == (30 + 20) * 60
+    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+    assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 12, "periodSeconds": 15}]
 
 
 def test_batch_windows_wake_the_stack_from_zero() -> None:
@@ -90,11 +101,13 @@ def test_an_autoscaled_gateway_stack_keeps_its_endpoint_picker_at_zero_nodes() -
 
 def test_estimates_show_the_cost_at_the_fewest_and_most_replicas() -> None:
     settings = StackSettings.model_validate({"project": "example-project", "nodes": 4, "autoscaling": {"enabled": True, "maxReplicas": 12}})
-    figures = estimate(settings).as_output()
+    figures = plan_stack(settings, "test").estimate.as_output()
     assert figures["costPerHourRange"] == {"fewest": cost_per_hour(settings, 0), "most": cost_per_hour(settings, 12)}
     assert (
         "costPerHourRange"
-        not in estimate(settings.model_copy(update={"autoscaling": settings.autoscaling.model_copy(update={"enabled": False})})).as_output()
+        not in plan_stack(
+            settings.model_copy(update={"autoscaling": settings.autoscaling.model_copy(update={"enabled": False})}), "test"
+        ).estimate.as_output()
     )
 
 
@@ -115,5 +128,5 @@ def test_scaling_bounds_that_cannot_hold_are_refused(scaling: dict[str, Any], ke
 def test_every_metric_the_scaler_reads_is_one_vllm_0_18_1_exports() -> None:
     for trigger in scaled_object(autoscaled())["triggers"]:
         if trigger["type"] == "prometheus":
-            (metric,) = re.findall(r"(vllm:[a-z_]+)", trigger["metadata"]["query"])
-            assert series_problem(metric) is None
+            metrics = re.findall(r"(vllm:[a-z_]+)", trigger["metadata"]["query"])
+            assert metrics and all(series_problem(metric) is None for metric in metrics)

@@ -105,7 +105,7 @@ def test_the_throughput_alert_follows_the_stacks_own_estimate_and_needs_load() -
     query = next(r for r in rendered("prod").by_type(ALERT) if r.name == "throughput-low").inputs["conditions"][0][
         "conditionPrometheusQueryLanguage"
     ]["query"]
-    assert f"< {round(1_103_941 * 0.5)}" in query and "vllm:num_requests_running" in query
+    assert f"< on() ({round(1_103_941 / 12 * 0.5)} * " in query and "vllm:num_requests_running" in query
     unmeasured = render_with("prod", serving={"maxNumSeqs": 4096})
     assert "throughput-low" not in {r.name for r in unmeasured.by_type(ALERT)}
 
@@ -118,3 +118,28 @@ def test_notification_channels_reach_every_policy_and_bad_ones_are_refused() -> 
         assert "What to do:" in policy.inputs["documentation"]["content"]
     with pytest.raises(StackConfigError, match=r"llm:observability.notificationChannels\[0\]: 'oncall@example.com'"):
         render_with("prod", observability={"notificationChannels": ["oncall@example.com"]})
+
+
+def alert_query(render: Render, name: str) -> str:
+    policy = next(r for r in render.by_type(ALERT) if r.name == name)
+    query: str = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    return query
+
+
+def test_replicas_not_ready_waits_for_a_cold_start_without_progress() -> None:
+    query = alert_query(render_with("prod", serving={"coldStartMinutes": 30}), "replicas-not-ready")
+    # Fewer available than desired, and neither count moved for a whole cold-start budget:
+    # a scale-up or a rollout round changes them well within it.
+    assert "kube_deployment_status_replicas_available" in query and " < " in query
+    assert "changes(kube_deployment_status_replicas_available" in query and "changes(kube_deployment_spec_replicas" in query
+    assert query.count("[30m]") == 2
+
+
+def test_throughput_low_expects_the_replicas_running_now_and_only_under_their_full_load() -> None:
+    query = alert_query(rendered("prod"), "throughput-low")
+    per_replica = 1_103_941 / 12
+    available = 'sum(kube_deployment_status_replicas_available{namespace="llm-serving",deployment="vllm"})'
+    # Below half of what the Ready replicas make at the reference load...
+    assert f"< on() ({round(per_replica * 0.5)} * {available})" in query
+    # ... and only while they run at least the reference's ~2,000 requests each.
+    assert f'sum(vllm:num_requests_running{{namespace="llm-serving"}}) >= on() (2000 * {available})' in query

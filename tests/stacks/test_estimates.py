@@ -8,13 +8,19 @@ from typing import Any
 import pytest
 
 from render.engine import PROJECT_ROOT, reveal
-from stacks.estimates import MEASURED_TOKENS_PER_SECOND, estimate, scaling_efficiency
+from stacks.estimates import MEASURED_TOKENS_PER_SECOND, Estimate, scaling_efficiency
+from stacks.plan import plan_stack
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 
 def settings(**values: Any) -> StackSettings:
     return StackSettings.model_validate({"project": "example-project", **values})
+
+
+def estimate(stack: StackSettings) -> Estimate:
+    """The figures as the stack's plan gives them."""
+    return plan_stack(stack, "test").estimate
 
 
 @pytest.mark.parametrize(("nodes", "measured"), [(1, 95_317), (2, 190_000), (4, 376_074), (8, 740_192), (12, 1_103_941)])
@@ -83,3 +89,14 @@ def test_the_measured_figures_are_the_ones_docs_reference_cites() -> None:
     text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
     rows = re.findall(r"^\s*\| (\d+) \| ([\d,]+) \| [\d,]+ \|$", text, re.MULTILINE)
     assert {int(nodes): float(total.replace(",", "")) for nodes, total in rows} == MEASURED_TOKENS_PER_SECOND
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"nodes": 0}, {"nodes": 0, "autoscaling": {"enabled": True, "maxReplicas": 4}}, {"nodes": 3, "autoscaling": {"enabled": True}}],
+)
+def test_the_estimates_say_scaled_to_zero_exactly_when_the_plan_does(values: dict[str, Any]) -> None:
+    plan = plan_stack(settings(**values), "test")
+    figures = plan.estimate
+    assert ("scaled to zero" in figures.basis) == plan.scaled_to_zero
+    assert (figures.tokens_per_second == 0) == plan.scaled_to_zero
