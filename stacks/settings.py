@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from stacks.data_files import read_yaml
 from stacks.problems import ConfigProblem, one_of
 
 # One A4 node: the only machine this project schedules GPU work on.
@@ -110,7 +110,7 @@ _ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
 @cache
 def vllm_facts() -> dict[str, Any]:
     """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
-    loaded: dict[str, Any] = yaml.safe_load((Path(__file__).parent / "data" / "vllm.yaml").read_text())
+    loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
     return loaded
 
 
