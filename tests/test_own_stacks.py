@@ -49,7 +49,6 @@ def test_the_copies_keep_the_settings_but_the_switched_ones_change_only_routing(
 
 
 @pytest.mark.own_stacks
-@pytest.mark.xfail(strict=True, reason="test_clusterip_stacks_render_no_gateway judges a stack by its name, not its routing")
 def test_every_stack_test_passes_on_a_users_own_stacks(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(PROJECT_ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", "build", "node_modules", "__pycache__"))
