@@ -18,7 +18,6 @@ class Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.xfail(strict=True, reason="a render is silent for its whole 7-17 s")
 def test_on_a_terminal_each_slow_step_says_what_it_is_doing_and_leaves_no_line_behind(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -40,7 +39,6 @@ def test_piped_a_render_prints_the_plan_and_nothing_else(capsys: pytest.CaptureF
     assert captured.out.startswith((tmp_path / "plan.txt").read_text())
 
 
-@pytest.mark.xfail(strict=True, reason="uv installs without bytecode: every render compiles the provider SDKs (about 10 s)")
 def test_the_install_compiles_bytecode_so_no_render_compiles_the_provider_sdks() -> None:
     uv = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["uv"]
     assert uv.get("compile-bytecode") is True
