@@ -16,6 +16,7 @@ from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
 from render.files import PLAN_FILE, changed_files, diff, plan, write
 from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
+from render.progress import Progress
 from render.promql import PromQLError, check_monitoring
 from render.provider_rules import ProviderConstraintError, check_provider
 from render.validation import ManifestError, kubernetes_version, validate_render
@@ -24,10 +25,13 @@ from stacks.problems import StackConfigError
 BUILD = PROJECT_ROOT / "build"
 
 
-def _render_to(stack: str, folder: Path) -> Render:
-    render = render_stack(stack)
-    write(render, folder)
-    write_records(render, folder)
+def _render_to(stack: str, folder: Path, progress: Progress | None = None) -> Render:
+    progress = progress or Progress.on_terminal()
+    with progress.step(f"running the program of {stack} under the mock engine (loads the provider SDKs)"):
+        render = render_stack(stack)
+    with progress.step(f"rendering the charts and writing {folder}"):
+        write(render, folder)
+        write_records(render, folder)
     return render
 
 
@@ -67,19 +71,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
     options = parser.parse_args(args)
     folder = options.out or BUILD / options.stack
-    render = _render_to(options.stack, folder)
+    progress = Progress.on_terminal()
+    render = _render_to(options.stack, folder, progress)
     print(plan(render), end="")
-    checks = validate_render(render)
+    with progress.step("validating every object against the Kubernetes schema and the vendored CRDs"):
+        checks = validate_render(render)
     schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
     print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
-    objects = check_cluster(render)
+    with progress.step("checking the cluster model"):
+        objects = check_cluster(render)
     print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
-    print(f"provider: {check_provider(render)} GCP resources meet google-beta's schema checks (docs/provider.md)")
-    check_lifecycle(render)
-    lifecycle = lifecycle_text(render)
+    with progress.step("checking GCP inputs against the provider's schema"):
+        provider_checked = check_provider(render)
+    print(f"provider: {provider_checked} GCP resources meet google-beta's schema checks (docs/provider.md)")
+    with progress.step("checking the stack's creation order and destroy"):
+        check_lifecycle(render)
+        lifecycle = lifecycle_text(render)
     (folder / LIFECYCLE_FILE).write_text(lifecycle)
     print(f"\n{lifecycle}", end="")
-    queries = check_monitoring(render)
+    with progress.step("checking the monitoring queries"):
+        queries = check_monitoring(render)
     print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
     print(f"written to {folder}")
     return 0

@@ -20,13 +20,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from render.chart import chart_objects
 from render.crd_rules import declared_rules
 from render.engine import Render, redact
 from render.files import RECORDS_FILE
 from render.validation import custom_resources
+from stacks.data_files import read_yaml
 
 RULES = Path(__file__).resolve().parent / "replacements"
 # Workloads whose pods restart when their template changes.
@@ -124,13 +123,13 @@ def _matches(path: str, rule: str) -> bool:
 
 @cache
 def _kubernetes_rules() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((RULES / "kubernetes.yaml").read_text())
+    loaded: dict[str, Any] = read_yaml(RULES / "kubernetes.yaml")
     return loaded
 
 
 @cache
 def _gcp_rules() -> dict[str, list[str]]:
-    loaded: dict[str, list[str]] = yaml.safe_load((RULES / "gcp.yaml").read_text())
+    loaded: dict[str, list[str]] = read_yaml(RULES / "gcp.yaml")
     return loaded
 
 

@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 
 import jsonschema
 import kubernetes_validate
-import yaml
 
 from render.chart import chart_objects
 from render.crd_rules import declared_rules, violations, why_unchecked
 from render.engine import Render
 from render.files import manifests
+from stacks.data_files import read_yaml
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -62,7 +62,7 @@ def custom_resources() -> dict[tuple[str, str], CustomResource]:
     """``(apiVersion, kind)`` -> its schemas, from every vendored CRD."""
     table: dict[tuple[str, str], CustomResource] = {}
     for path in sorted((SCHEMAS / "crds").glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = read_yaml(path)
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
             schema = version["schema"]["openAPIV3Schema"]

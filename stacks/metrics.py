@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
+from stacks.data_files import read_yaml
 
 DATA = Path(__file__).parent / "data"
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
@@ -21,7 +21,7 @@ def exported() -> dict[str, str]:
     """Metric name -> kind (counter, gauge, histogram), from every source."""
     table: dict[str, str] = {}
     for source in ("vllm.yaml", "dcgm.yaml", "kube-state.yaml", "epp.yaml"):
-        for entry in yaml.safe_load((DATA / source).read_text())["metrics"]:
+        for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
             table[name] = kind
     return table

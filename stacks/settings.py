@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import available_timezones
 
-import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from stacks.cron import CronError, schedule
+from stacks.data_files import read_yaml
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of
 
@@ -120,7 +120,7 @@ _ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
 @cache
 def vllm_facts() -> dict[str, Any]:
     """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
-    loaded: dict[str, Any] = yaml.safe_load((Path(__file__).parent / "data" / "vllm.yaml").read_text())
+    loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
     return loaded
 
 

@@ -14,7 +14,7 @@ from render.files import flatten, plan
 from render.validation import validate_render
 from stacks.plan import GatewaySpec, plan_stack, selector_labels
 from stacks.settings import StackSettings
-from tests.conftest import STACKS, render_with, rendered
+from tests.conftest import render_with, rendered, stack_settings
 
 CHART_KEYS = yaml.safe_load((PROJECT_ROOT / "schemas" / "charts" / "inferencepool.yaml").read_text())["versions"]
 GATEWAY_TYPES = (
@@ -183,11 +183,11 @@ def test_outputs_give_the_gateway_address_and_the_overhead_in_the_estimate() -> 
     assert "Inference Gateway overhead" in outputs["estimates"]["basis"]
 
 
-@pytest.mark.parametrize("stack", [s for s in STACKS if s != "gateway"])
-def test_clusterip_stacks_render_no_gateway(stack: str) -> None:
+def test_a_stack_renders_the_gateway_exactly_when_its_routing_is_gateway(stack: str) -> None:
     render = rendered(stack)
-    assert not any(render.by_type(t) for t in GATEWAY_TYPES)
-    assert not any(r.name == "networkservices" for r in render.resources)
+    routed = stack_settings(stack).routing == "gateway"
+    assert {t for t in GATEWAY_TYPES if render.by_type(t)} == (set(GATEWAY_TYPES) if routed else set())
+    assert any(r.name == "networkservices" for r in render.resources) == routed
 
 
 def test_switching_routing_leaves_deployment_cache_and_cluster_unchanged() -> None:
