@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components.options import child_options
+from components.options import NETWORK_DELETE_TIMEOUT, child_options
 from stacks.plan import POD_RANGE, SERVICE_RANGE
 from stacks.settings import NetworkSettings
 
@@ -48,7 +48,7 @@ class Network(pulumi.ComponentResource):
         super().__init__("llm:platform:Network", name, None, opts)
         child = child_options(self, opts)
         # The cluster lives in them: a destroy of a protected stack stops here.
-        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=protect))
+        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=protect, custom_timeouts=NETWORK_DELETE_TIMEOUT))
         self.vpc = gcp.compute.Network(
             "vpc",
             name=settings.name,

@@ -26,3 +26,8 @@ def awaits_beyond(minutes: int) -> pulumi.CustomTimeouts:
     """Create and update timeouts ``AWAIT_MARGIN_MINUTES`` beyond ``minutes``."""
     wait = f"{minutes + AWAIT_MARGIN_MINUTES}m"
     return pulumi.CustomTimeouts(create=wait, update=wait)
+
+
+# GKE's NEG and Gateway controllers delete their load-balancer pieces asynchronously after the
+# cluster's objects go; a subnet or VPC still in use refuses deletion (hashicorp/terraform-provider-google#7637).
+NETWORK_DELETE_TIMEOUT = pulumi.CustomTimeouts(delete="30m")

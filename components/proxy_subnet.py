@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components.options import child_options
+from components.options import NETWORK_DELETE_TIMEOUT, child_options
 from stacks.settings import GatewaySettings
 
 
@@ -50,7 +50,9 @@ class ProxySubnet(pulumi.ComponentResource):
             self.subnet = gcp.compute.Subnetwork(
                 "proxy-only",
                 proxy_subnet_args(settings, network_name=network_name, project=project, region=region, network=network),
-                opts=child_options(self, opts),
+                opts=pulumi.ResourceOptions.merge(
+                    child_options(self, opts), pulumi.ResourceOptions(custom_timeouts=NETWORK_DELETE_TIMEOUT)
+                ),
             )
             self.name: pulumi.Output[str] = self.subnet.name
         else:

@@ -182,3 +182,33 @@ def test_every_stack_creates_from_nothing_with_each_precondition_met(stack_name:
     from render.lifecycle import creation_problems
 
     assert creation_problems(rendered(stack_name)) == []
+
+
+def test_the_network_outwaits_gkes_asynchronous_load_balancer_cleanup_on_destroy() -> None:
+    render = rendered("gateway")
+    subnets = render.by_type("gcp:compute/subnetwork:Subnetwork")
+    assert {s.inputs.get("purpose") for s in subnets} >= {"REGIONAL_MANAGED_PROXY"}
+    for network in [*subnets, *render.by_type("gcp:compute/network:Network")]:
+        assert network.custom_timeouts.get("delete") == "30m", network.name
+
+
+def test_the_docs_promise_no_escape_from_docker_hubs_rate_limits() -> None:
+    # Artifact Registry: an unauthenticated Docker Hub remote is still rate limited on cache misses.
+    from render.engine import PROJECT_ROOT
+
+    for path in ("README.md", "components/registry.py", "stacks/settings.py"):
+        text = (PROJECT_ROOT / path).read_text().lower()
+        assert "no docker hub rate limit" not in text and "no rate limits" not in text, path
+
+
+def test_every_registered_kind_has_its_lifecycle_facts_in_the_reference() -> None:
+    from render.engine import PROJECT_ROOT
+
+    facts = (PROJECT_ROOT / "docs" / "reference.md").read_text()
+    table = facts[facts.index("## Every resource kind") :]
+    renders = [rendered(s) for s in STACKS] + [
+        render_with("gateway", autoscaling={"enabled": True, "maxReplicas": 4}, benchmark={"enabled": True}, cluster={"version": "1.33"})
+    ]
+    kinds = {r.type for render in renders for r in render.resources if r.custom or r.remote}
+    missing = sorted(k for k in kinds if f"`{k}`" not in table and f"`{k.split(':', 2)[-1].split('/')[-1]}`" not in table)
+    assert missing == []
