@@ -987,7 +987,7 @@ class RegistrySettings(Section):
     """Where nodes pull images: Artifact Registry remote repositories in the stack's region."""
 
     enabled: ConfigBool = True
-    """Pull every image through remote repositories of Docker Hub, registry.k8s.io and ghcr.io (cached in the region, no image egress; upstream rate limits apply only on a cache miss)."""
+    """Pull images through remote repositories of Docker Hub, registry.k8s.io, ghcr.io (cached in region; upstream limits on a miss)."""
 
 
 class ObservabilitySettings(Section):
