@@ -79,9 +79,10 @@ def test_the_rules_cover_every_gcp_type_the_program_registers() -> None:
     assert types <= set(constraints()["resources"]) == set(RESOURCES)
 
 
-def test_exclusions_without_a_window_pass_the_settings_and_the_provider_check_catches_them() -> None:
+def test_exclusions_without_a_window_are_caught_by_the_provider_check() -> None:
     # google-beta: exactly one of the window kinds once maintenance_policy is set (resource_container_cluster.go).
-    render = render_with("dev", cluster={"deletionProtection": False, "maintenance": {"exclusions": [EXCLUSION]}})
+    # The settings refuse this too (tests/stacks/test_platform_rules.py); the check stands on its own.
+    render = cluster_render(maintenancePolicy={"maintenanceExclusions": [{**EXCLUSION, "exclusionName": "batch"}]})
     problem = only_problem(render)
     assert problem.startswith("gcp:container/cluster:Cluster gke: maintenancePolicy: exactlyOneOf:"), problem
     assert "maintenancePolicy.recurringWindow" in problem and "maintenancePolicy.dailyMaintenanceWindow" in problem
@@ -311,7 +312,17 @@ def test_the_snippet_rules_catch_required_with_and_the_rest() -> None:
 def test_the_render_command_refuses_what_the_provider_would_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import render.__main__ as command
 
-    refused = render_with("dev", cluster={"deletionProtection": False, "maintenance": {"exclusions": [EXCLUSION]}})
+    dev = rendered("dev")
+    policy = {"maintenanceExclusions": [{**EXCLUSION, "exclusionName": "batch"}]}
+    refused = Render(
+        "dev",
+        [
+            replace(r, inputs={**r.inputs, "maintenancePolicy": policy}) if r.type == "gcp:container/cluster:Cluster" else r
+            for r in dev.resources
+        ],
+        dev.outputs,
+        dev.invokes,
+    )
     monkeypatch.setattr(command, "render_stack", lambda stack: refused)
     with pytest.raises(ProviderConstraintError, match="maintenancePolicy: exactlyOneOf"):
         command.main(["dev", "--out", str(tmp_path)])
