@@ -59,6 +59,7 @@ def records(render: Render) -> list[dict[str, Any]]:
             "inputs": redact(r.inputs),
             "ignoreChanges": list(r.ignore_changes),
             "replaceOnChanges": list(r.replace_on_changes),
+            "protect": r.protect,
         }
         for r in render.resources
         if r.custom or r.remote
@@ -173,13 +174,24 @@ def _classify(before: dict[str, Any], after: dict[str, Any]) -> Change:
     return base
 
 
+def _protected(change: Change, before: dict[str, Any], after: dict[str, Any] | None) -> Change:
+    """Pulumi refuses to delete a protected resource, and to replace one protected before and after (pulumi step_generator)."""
+    stays_protected = after is None or bool(after.get("protect"))
+    if change.action in ("delete", "replace") and before.get("protect") and stays_protected:
+        because = (*change.because, "protected: `pulumi state unprotect` it first")
+        return Change(change.key, change.type, change.name, "refused", change.fields, because)
+    return change
+
+
 def changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[Change]:
     """Every resource that is created, deleted, updated, replaced or refused, from ``before`` to ``after``."""
     old = {r["key"]: r for r in before}
     new = {r["key"]: r for r in after}
     found = [Change(k, r["type"], r["name"], "create") for k, r in new.items() if k not in old]
-    found += [Change(k, r["type"], r["name"], "delete") for k, r in old.items() if k not in new]
-    found += [change for k in new if k in old for change in [_classify(old[k], new[k])] if change.action != "same"]
+    found += [_protected(Change(k, r["type"], r["name"], "delete"), r, None) for k, r in old.items() if k not in new]
+    found += [
+        _protected(change, old[k], new[k]) for k in new if k in old for change in [_classify(old[k], new[k])] if change.action != "same"
+    ]
     order = {"refused": 0, "replace": 1, "delete": 2, "create": 3, "update": 4}
     return sorted(found, key=lambda c: (order[c.action], c.type, c.name))
 

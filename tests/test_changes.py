@@ -133,7 +133,8 @@ def test_routine_changes_replace_no_stateful_resource_and_no_job(change: str, st
 
 
 def test_a_new_model_revision_makes_a_new_cache_beside_the_old_one() -> None:
-    found = routine_changes("prod", {"model": {"id": "Qwen/Qwen3.5-27B-FP8", "revision": "0123abc"}})
+    # On production the old cache is protected: tests/test_lifecycle.py shows that refusal.
+    found = routine_changes("dev", {"model": {"id": "Qwen/Qwen3.5-27B-FP8", "revision": "0123abc"}})
     claims = [c for c in found if c.type == "kubernetes:core/v1:PersistentVolumeClaim"]
     assert {c.action for c in claims} == {"create", "delete"}
     assert not [c for c in found if c.action in ("replace", "refused")]

@@ -212,3 +212,12 @@ def test_every_registered_kind_has_its_lifecycle_facts_in_the_reference() -> Non
     kinds = {r.type for render in renders for r in render.resources if r.custom or r.remote}
     missing = sorted(k for k in kinds if f"`{k}`" not in table and f"`{k.split(':', 2)[-1].split('/')[-1]}`" not in table)
     assert missing == []
+
+
+def test_a_new_model_on_production_is_refused_at_the_old_caches_protected_objects() -> None:
+    from render.changes import render_changes
+
+    after = render_with("prod", model={"id": "Qwen/Qwen3.5-27B-FP8", "revision": "a1b2c3d"})
+    refused = [c for c in render_changes(rendered("prod"), after) if c.action == "refused"]
+    assert {c.type for c in refused} == {PVC, SNAPSHOT}
+    assert all("pulumi state unprotect" in " ".join(c.because) for c in refused)
