@@ -43,6 +43,13 @@ def render_with(stack: str, **changes: Any) -> Render:
     return render_stack(stack, config=config)
 
 
+def at(manifest: dict[str, Any], *path: str | int) -> Any:
+    """The value at ``path`` inside a manifest (keys and list indexes)."""
+    for key in path:
+        manifest = manifest[key]  # type: ignore[index]
+    return manifest
+
+
 @pytest.fixture(params=STACKS)
 def stack(request: pytest.FixtureRequest) -> str:
     return str(request.param)

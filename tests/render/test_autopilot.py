@@ -12,7 +12,7 @@ import pytest
 from render.autopilot import admission_problems, pod_specs, rules
 from render.cluster_model import ClusterModelError, Sourced, check_cluster, cluster_objects
 from render.engine import Render
-from tests.conftest import STACKS, render_with, rendered
+from tests.conftest import STACKS, at, render_with, rendered
 
 TEMPLATE = ("spec", "template", "spec")
 
@@ -32,12 +32,6 @@ def variant() -> Render:
 def objects_of(stack: str | None) -> tuple[Sourced, ...]:
     """The objects of a stack (``None``: the variant with every option); the charts render once."""
     return tuple(cluster_objects(variant() if stack is None else rendered(stack)))
-
-
-def at(manifest: dict[str, Any], *path: str | int) -> Any:
-    for key in path:
-        manifest = manifest[key]  # type: ignore[index]
-    return manifest
 
 
 @pytest.mark.parametrize("stack", STACKS)

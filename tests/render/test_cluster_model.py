@@ -10,17 +10,11 @@ import pytest
 
 from render.cluster_model import ClusterModelError, Sourced, check_cluster, cluster_objects, problems
 from render.engine import Render
-from tests.conftest import STACKS, render_with, rendered
+from tests.conftest import STACKS, at, render_with, rendered
 
 # The dev stack's read-only claim and snapshot share this name.
 CACHE = "model-cache-qwen3-5-27b-fp8-36bbd8e7"
 TEMPLATE = ("spec", "template", "spec")
-
-
-def at(manifest: dict[str, Any], *path: str | int) -> Any:
-    for key in path:
-        manifest = manifest[key]  # type: ignore[index]
-    return manifest
 
 
 @pytest.mark.parametrize("stack", STACKS)
