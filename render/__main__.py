@@ -9,12 +9,15 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from render.changes import changes, read_records, summary, write_records
 from render.chart import ChartError
 from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
-from render.files import PLAN_FILE, changed_files, diff, plan, write
+from render.files import PLAN_FILE, changed_files, diff, flatten, plan, write
 from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
 from render.progress import Progress
 from render.promql import PromQLError, check_monitoring
@@ -44,6 +47,21 @@ def _folder_or_stack(target: str, scratch: Path) -> Path:
     return folder
 
 
+def estimate_changes(before: Path, after: Path) -> list[str]:
+    """What a pull request decides on, first: each estimate that changes, from before to after."""
+
+    def figures(folder: Path) -> dict[str, Any]:
+        path = folder / "outputs.yaml"
+        outputs = yaml.safe_load(path.read_text()) if path.exists() else None
+        return flatten((outputs or {}).get("estimates") or {})
+
+    old, new = figures(before), figures(after)
+    changed = [
+        f"  {key}: {old.get(key, '-')} -> {new.get(key, '-')}\n" for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)
+    ]
+    return ["estimates:\n", *changed, "\n"] if changed else ["estimates: unchanged\n\n"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["diff"]:
@@ -61,12 +79,18 @@ def main(argv: list[str] | None = None) -> int:
                 # A folder rendered by an older renderer (the base of a pull request, say).
                 classified = [f"resource changes: not classified ({missing})\n\n"]
             lines = diff(before, after, labels=(options.before, options.after))
+            estimates = estimate_changes(before, after)
+        sys.stdout.writelines(estimates)
         sys.stdout.writelines(classified)
         sys.stdout.writelines(lines)
         print(f"{changed_files(lines)} files differ between {options.before} and {options.after}")
         return 1 if lines and options.exit_code else 0
 
-    parser = argparse.ArgumentParser(prog="python -m render", description="Render a stack offline: plan, manifests, cloud inputs.")
+    parser = argparse.ArgumentParser(
+        prog="python -m render",
+        description="Render a stack offline: plan, manifests, cloud inputs.",
+        epilog="python -m render diff <before> <after> [--exit-code] compares two stacks or render folders.",
+    )
     parser.add_argument("stack", help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
     options = parser.parse_args(args)

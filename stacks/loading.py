@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,17 @@ def _parse(value: str) -> Any:
     return value
 
 
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_NUMERIC_KEYS = {field.alias or name for name, field in StackSettings.model_fields.items() if field.annotation in (int, float)}
+
+
+def _number(key: str, value: Any) -> Any:
+    """A numeric setting as the stack file wrote it, so an error shows `2.5`, not the CLI's string '2.5'."""
+    if key in _NUMERIC_KEYS and isinstance(value, str) and _NUMBER.match(value):
+        return json.loads(value)
+    return value
+
+
 def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
     """Validates raw config values (as Pulumi hands them over) into settings."""
     problems = [
@@ -73,7 +85,7 @@ def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
         for key in raw
         if key not in SECRET_KEYS and runtime_config.is_config_secret(f"{namespace}:{key}")
     ]
-    values = {key: _parse(value) for key, value in raw.items() if key not in SECRET_KEYS}
+    values = {key: _number(key, _parse(value)) for key, value in raw.items() if key not in SECRET_KEYS}
     try:
         settings = StackSettings.model_validate(values)
     except ValidationError as error:
