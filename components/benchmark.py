@@ -200,7 +200,7 @@ def compute_class(spec: BenchmarkSpec) -> dict[str, Any]:
         "metadata": {"name": COMPUTE_CLASS, "labels": spec.labels},
         "spec": {
             "description": f"Benchmark clients on a dedicated {spec.benchmark.machine_type} node",
-            "priorities": [{"machineType": spec.benchmark.machine_type}],
+            "priorities": [{"machineType": spec.benchmark.machine_type, "location": {"zones": [spec.zone]}}],
             "nodePoolAutoCreation": {"enabled": True},
             # A smaller or shared machine would make the clients the bottleneck.
             "whenUnsatisfiable": "DoNotScaleUp",

@@ -306,6 +306,8 @@ class BenchmarkSpec:
     model: ModelSettings
     nodes: int
     image: str
+    # The replicas' zone: clients elsewhere would cross zones, skew latency and bill egress.
+    zone: str
 
 
 @dataclass(frozen=True)
@@ -418,6 +420,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             settings.model,
             settings.nodes,
             pulled_from(settings.benchmark.image, settings),
+            settings.zone,
         )
         if settings.benchmark.enabled and settings.nodes > 0
         else None

@@ -147,7 +147,19 @@ def quantity(value: str) -> Decimal:
         raise ValueError(value) from error
 
 
-_MACHINE_CPUS = re.compile(r"^[a-z0-9]+-[a-z]+-(\d+)$")
+_MACHINE_CPUS = re.compile(r"^([a-z0-9]+)-([a-z]+)-(\d+)$")
+# GB of memory per vCPU of the machine shapes the benchmark node may use (Compute Engine's
+# general-purpose and compute-optimized machine series pages); other series are not checked.
+_GB_PER_VCPU = {
+    ("c4", "standard"): 3.75,
+    ("c4", "highcpu"): 2.0,
+    ("c4", "highmem"): 7.75,
+    ("c3", "standard"): 4.0,
+    ("c3", "highcpu"): 2.0,
+    ("c3", "highmem"): 8.0,
+}
+# The clients' pod asks for 48Gi (components/benchmark.py), beside what Autopilot keeps for the node.
+BENCHMARK_MIN_GB = 56
 _VERSION = re.compile(r"^1\.(\d+)$")
 # distribution/reference's grammar (regexp.go): [domain[:port]/]path[:tag][@digest].
 _IMAGE_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
@@ -895,8 +907,14 @@ class BenchmarkSettings(Section):
     @classmethod
     def _big_enough(cls, value: str) -> str:
         match = _MACHINE_CPUS.match(value)
-        if not match or int(match.group(1)) < BENCHMARK_MIN_CPUS:
+        if not match or int(match.group(3)) < BENCHMARK_MIN_CPUS:
             raise ConfigProblem((), value, f"is too small or not a machine type: the clients take 14 CPUs; use {BENCHMARK_MIN_CPUS}+ vCPUs")
+        per_cpu = _GB_PER_VCPU.get((match.group(1), match.group(2)))
+        if per_cpu is not None and per_cpu * int(match.group(3)) < BENCHMARK_MIN_GB:
+            memory = per_cpu * int(match.group(3))
+            raise ConfigProblem(
+                (), value, f"has {memory:g} GB, too little for the clients' 48Gi pod; use {BENCHMARK_MIN_GB}+ GB, e.g. c4-standard-16"
+            )
         return value
 
 

@@ -25,6 +25,7 @@ from components.credentials import SecretRef
 from render.engine import Render, reveal
 from render.validation import validate, validate_render
 from stacks.plan import BenchmarkSpec, plan_stack
+from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
@@ -49,7 +50,9 @@ REFERENCE_WORKLOAD = {
 def settings(labels: dict[str, str] | None = None, **changes: Any) -> BenchmarkSpec:
     """The benchmark's spec of a stack with ``changes``; its node count may be any, zero included."""
     chosen = StackSettings.model_validate({"project": "example-project", **changes})
-    return BenchmarkSpec("llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes, chosen.benchmark.image)
+    return BenchmarkSpec(
+        "llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes, chosen.benchmark.image, chosen.zone
+    )
 
 
 def flag(command: list[str], name: str) -> str:
@@ -247,9 +250,9 @@ def test_the_job_reads_the_server_url_and_credentials_from_its_environment() -> 
     assert not names & {"OPENAI_API_KEY", "HF_TOKEN"}
 
 
-def test_the_compute_class_asks_for_the_configured_machine_and_nothing_else() -> None:
+def test_the_compute_class_asks_for_the_configured_machine_in_the_replicas_zone_and_nothing_else() -> None:
     spec = compute_class(settings())["spec"]
-    assert spec["priorities"] == [{"machineType": "c4-standard-16"}]
+    assert spec["priorities"] == [{"machineType": "c4-standard-16", "location": {"zones": ["europe-west4-b"]}}]
     assert spec["nodePoolAutoCreation"] == {"enabled": True}
     assert spec["whenUnsatisfiable"] == "DoNotScaleUp"
 
@@ -303,3 +306,20 @@ def test_no_benchmark_runs_while_scaled_to_zero() -> None:
 def test_a_finished_run_is_not_replaced_by_later_changes() -> None:
     job = render_with("dev", benchmark={"enabled": True}).one("kubernetes:batch/v1:Job", "benchmark-1")
     assert set(job.ignore_changes) == {"metadata", "spec"}
+
+
+@pytest.mark.parametrize("machine", ["c4-highcpu-16", "c3-highcpu-22"])
+def test_a_benchmark_machine_too_small_for_the_clients_pod_is_refused(machine: str) -> None:
+    with pytest.raises(StackConfigError) as error:
+        render_with("dev", benchmark={"enabled": True, "machineType": machine})
+    assert f"llm:benchmark.machineType: '{machine}'" in str(error.value) and "48Gi" in str(error.value)
+
+
+def test_a_larger_benchmark_machine_is_accepted() -> None:
+    render_with("dev", benchmark={"enabled": True, "machineType": "c4-highmem-16"})
+
+
+def test_the_benchmark_clients_run_in_the_replicas_zone() -> None:
+    render = render_with("gateway", benchmark={"enabled": True}, zone="europe-west4-c")
+    (compute_class,) = [r for r in render.by_type("kubernetes:cloud.google.com/v1:ComputeClass") if "bench" in r.inputs["metadata"]["name"]]
+    assert [p["location"]["zones"] for p in compute_class.inputs["spec"]["priorities"]] == [["europe-west4-c"]]
