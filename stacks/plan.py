@@ -12,6 +12,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from stacks import gke
 from stacks.estimates import Estimate, estimate
@@ -114,6 +115,8 @@ def scheduling(settings: StackSettings) -> Scheduling:
         selector[gke.MAX_RUN_DURATION_LABEL] = str(capacity.flex_start.max_run_hours * 3600)
     elif capacity.mode == "reservation":
         selector.update(_reservation_selector(capacity))
+    else:
+        assert_never(capacity.mode)
     return Scheduling(capacity.mode, selector, tolerations, may_run_on_spot=capacity.mode == "spot")
 
 

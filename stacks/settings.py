@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from zoneinfo import available_timezones
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -37,8 +37,11 @@ KEDA_NAMESPACE = "keda"
 # Authorized networks GKE takes with the public IP endpoint the program opens for them (docs/config-rules.md).
 MAX_AUTHORIZED_NETWORKS = 50
 
-CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
-FALLBACK_CHOICES = ("reservation", "spot", "flex-start")
+# A closed set the type checker sees: a new mode is a type error wherever a branch misses it.
+CapacityMode = Literal["spot", "reservation", "flex-start", "fallback"]
+CAPACITY_MODES: tuple[CapacityMode, ...] = get_args(CapacityMode)
+FallbackStep = Literal["reservation", "spot", "flex-start"]
+FALLBACK_CHOICES: tuple[FallbackStep, ...] = get_args(FallbackStep)
 # Calendar-mode future reservations: 1 to 90 days, 1 to 80 VMs per request (docs/reference.md).
 CALENDAR_MIN_DAYS = 1
 CALENDAR_MAX_DAYS = 90
@@ -567,29 +570,31 @@ class FlexStartSettings(Section):
 class CapacitySettings(Section):
     """Where A4 nodes come from. A4 has no on-demand capacity."""
 
-    mode: str = "spot"
+    mode: CapacityMode = "spot"
     """Where A4 nodes come from: `spot`, `reservation`, `flex-start` or `fallback` (A4 has no on-demand)."""
     reservation: ReservationSettings | None = None
     """The specific reservation; required for `reservation`, and for `fallback` with a reservation step."""
     flex_start: FlexStartSettings = FlexStartSettings()
     """Flex-start (DWS) settings."""
-    fallback: tuple[str, ...] = ("reservation", "spot", "flex-start")
+    fallback: tuple[FallbackStep, ...] = ("reservation", "spot", "flex-start")
     """Order of preference when mode is `fallback` (a GKE ComputeClass)."""
     price_per_node_hour: float | None = None
     """US dollars per node-hour for the estimates; default: the reference list price of the mode."""
 
-    @field_validator("mode")
+    @field_validator("mode", mode="before")
     @classmethod
-    def _mode(cls, value: str) -> str:
+    def _mode(cls, value: object) -> object:
         if value in ("on-demand", "ondemand", "standard"):
             raise ConfigProblem((), value, f"is not available for A4 ({A4_MACHINE_TYPE}); {one_of(CAPACITY_MODES)}")
         if value not in CAPACITY_MODES:
             raise ConfigProblem((), value, f"is not a capacity mode; {one_of(CAPACITY_MODES)}")
         return value
 
-    @field_validator("fallback")
+    @field_validator("fallback", mode="before")
     @classmethod
-    def _fallback(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+    def _fallback(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            return value
         if not value:
             raise ConfigProblem((), [], f"is empty; list one or more of: {', '.join(FALLBACK_CHOICES)}")
         for index, mode in enumerate(value):
@@ -615,7 +620,7 @@ class CapacitySettings(Section):
         return self
 
     @property
-    def steps(self) -> tuple[str, ...]:
+    def steps(self) -> tuple[CapacityMode, ...]:
         """The capacity modes tried, in order."""
         return self.fallback if self.mode == "fallback" else (self.mode,)
 
