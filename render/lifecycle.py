@@ -14,11 +14,14 @@ order, or where it stops. Sources: docs/reference.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from components.apis import serving_api
+from components.gateway import CRD_MANIFEST, GKE_INSTALLS_CRDS_FROM_MINOR
 from render.chart import CHART_TYPE, chart_objects
 from render.engine import Registration, Render, redact
 from render.files import is_manifest
+from render.validation import kubernetes_version
 
 LIFECYCLE_FILE = "lifecycle.txt"
 SERVICE_TYPE = "gcp:projects/service:Service"
@@ -33,9 +36,7 @@ GKE_INSTALLED_GROUPS = {
     "cloud.google.com",
     "snapshot.storage.k8s.io",
 }
-# GKE installs the InferencePool CRDs itself from this version on.
 INFERENCE_GROUPS = {"inference.networking.k8s.io", "inference.networking.x-k8s.io"}
-INFERENCE_CRDS_MINOR = 34
 BUILT_IN_GROUPS = {
     "",
     "apps",
@@ -80,13 +81,9 @@ def _group(manifest: dict[str, object]) -> str:
     return api.rsplit("/", 1)[0] if "/" in api else ""
 
 
-def _cluster_minor(render: Render) -> int | None:
-    for cluster in render.by_type("gcp:container/cluster:Cluster"):
-        version = str(cluster.inputs.get("minMasterVersion") or "")
-        parts = version.split(".")
-        if len(parts) >= 2 and parts[1].isdigit():
-            return int(parts[1])
-    return None
+def _charts(render: Render, release: str) -> list[Registration]:
+    """The chart registrations of a Helm release."""
+    return [r for r in render.by_type(CHART_TYPE) if (r.inputs.get("name") or r.name) == release]
 
 
 def _crd_installers(render: Render) -> dict[str, list[Registration]]:
@@ -95,11 +92,11 @@ def _crd_installers(render: Render) -> dict[str, list[Registration]]:
     for item in chart_objects(render):
         if item.manifest.get("kind") == "CustomResourceDefinition":
             group = str((item.manifest.get("spec") or {}).get("group", ""))
-            charts = [r for r in render.by_type(CHART_TYPE) if (r.inputs.get("name") or r.name) == item.release]
+            charts = _charts(render, item.release)
             installers.setdefault(group, []).extend(charts)
     for manifest_file in render.by_type(CONFIG_FILE_TYPE):
-        # The InferencePool release manifest (components.gateway) installs the inference CRDs.
-        if "gateway-api-inference-extension" in str(manifest_file.inputs.get("file", "")):
+        # The InferencePool release manifest installs the inference CRDs.
+        if str(manifest_file.inputs.get("file", "")).startswith(CRD_MANIFEST.split("{version}")[0]):
             for group in INFERENCE_GROUPS:
                 installers.setdefault(group, []).append(manifest_file)
     return installers
@@ -146,24 +143,33 @@ def _alert_problems(render: Render) -> list[str]:
     return found
 
 
+def _created(render: Render) -> list[tuple[Registration, dict[str, Any], str]]:
+    """Every Kubernetes object with the registration that creates it: the program's own, and each chart's."""
+    created = [(r, r.inputs, "") for r in render.resources if is_manifest(r)]
+    for item in chart_objects(render):
+        charts = _charts(render, item.release)
+        created.extend((chart, item.manifest, f" ({item.source})") for chart in charts)
+    return created
+
+
 def _kubernetes_problems(render: Render) -> list[str]:
     installers = _crd_installers(render)
     namespaces = {r.inputs["metadata"]["name"]: r for r in render.resources if is_manifest(r) and r.inputs.get("kind") == "Namespace"}
-    inference_built_in = (_cluster_minor(render) or 0) >= INFERENCE_CRDS_MINOR
+    # Where GKE installs the InferencePool CRDs itself, as the gateway component decides it.
+    inference_built_in = int(kubernetes_version(render).split(".")[1]) >= GKE_INSTALLS_CRDS_FROM_MINOR
     found = []
-    for resource in (r for r in render.resources if is_manifest(r)):
-        manifest = resource.inputs
-        label = f"{manifest.get('kind')} {manifest['metadata'].get('name')}"
+    for creator, manifest, source in _created(render):
+        label = f"{manifest.get('kind')} {(manifest.get('metadata') or {}).get('name')}{source}"
         group = _group(manifest)
         built_in = group in BUILT_IN_GROUPS or group in GKE_INSTALLED_GROUPS or (group in INFERENCE_GROUPS and inference_built_in)
         if not built_in:
             sources = installers.get(group, [])
             if not sources:
                 found.append(f"{label}: no CRD for {group} exists when it is created: neither GKE nor the stack installs one")
-            elif not any(render.depends_on(resource, source) for source in sources):
+            elif not any(creator is installer or render.depends_on(creator, installer) for installer in sources):
                 found.append(f"{label}: may be created before the CRD of {group} ({sources[0].name}) is installed")
         namespace = (manifest.get("metadata") or {}).get("namespace")
-        if namespace in namespaces and not render.depends_on(resource, namespaces[namespace]):
+        if namespace in namespaces and creator is not namespaces[namespace] and not render.depends_on(creator, namespaces[namespace]):
             found.append(f"{label}: may be created before its namespace {namespace}")
     return found
 
@@ -221,9 +227,8 @@ class LifecycleError(ValueError):
     pass
 
 
-def check_lifecycle(render: Render) -> Destroy:
-    """Raises ``LifecycleError`` listing every creation problem; returns what a destroy would do."""
+def check_lifecycle(render: Render) -> None:
+    """Raises ``LifecycleError`` listing every creation problem."""
     found = creation_problems(render)
     if found:
         raise LifecycleError(f"{len(found)} lifecycle problem(s):\n" + "\n".join(f"  - {p}" for p in found))
-    return destroy(render)

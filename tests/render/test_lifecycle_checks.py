@@ -108,3 +108,11 @@ def test_the_render_shows_the_cost_of_what_stays_after_a_scale_to_zero(stack_nam
     text = lifecycle_text(rendered(stack_name))
     assert "after a scale to zero: $0.12/h keeps billing" in text
     assert "model cache snapshot" in text
+
+
+def test_an_inference_pool_on_a_cluster_that_may_lack_its_crds_is_caught() -> None:
+    # GKE installs the InferencePool CRDs from 1.34.0-gke.1626000; a bare 1.34 cannot promise that patch.
+    render = render_with("gateway", cluster={"deletionProtection": False, "version": "1.34"}, gateway={"installCrds": "never"})
+    found = creation_problems(render)
+    assert any("no CRD for inference.networking.k8s.io exists when it is created" in line for line in found), found
+    assert creation_problems(render_with("gateway", cluster={"deletionProtection": False, "version": "1.34"})) == []
