@@ -1,0 +1,1 @@
+"""The batch path: OpenAI Batch API files in the stack's bucket, run against the replicas."""
