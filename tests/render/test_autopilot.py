@@ -67,6 +67,29 @@ def test_keda_chart_with_gcp_pod_identity_is_refused_naming_the_selector() -> No
     assert "all nodes use Workload Identity" in refusal and "workload-identity" in refusal
 
 
+# What the control plane calls in a stack with KEDA: its admission webhook and its external metrics API.
+KEDA_CALLEES = {"ValidatingWebhookConfiguration keda-admission", "APIService v1beta1.external.metrics.k8s.io"}
+
+
+@pytest.mark.xfail(strict=True, reason="KEDA's webhook (9443) and metrics API server (6443) listen where GKE's firewall is closed")
+def test_the_control_plane_calls_kedas_webhook_and_metrics_api_on_ports_gkes_firewall_opens() -> None:
+    from render.autopilot import control_plane_ports  # type: ignore[attr-defined]
+
+    ports = control_plane_ports(objects_of(None))
+    assert set(ports) == KEDA_CALLEES
+    assert set(ports.values()) <= set(rules()["control_plane_calls"]["ports"]), ports
+
+
+@pytest.mark.xfail(strict=True, reason="the render does not yet check which pod ports the control plane calls")
+def test_a_webhook_behind_a_port_the_firewall_closes_is_refused_naming_both() -> None:
+    def chart_default_port(service: dict[str, Any]) -> None:
+        service["spec"]["ports"][0]["targetPort"] = 9443
+
+    (refusal,) = planted(None, "Service", "keda-admission-webhooks", chart_default_port)
+    assert refusal.startswith("ValidatingWebhookConfiguration keda-admission (chart keda (keda 2.20.2)): webhooks[0].clientConfig.service")
+    assert "keda/keda-admission-webhooks" in refusal and "pod port 9443" in refusal and "443, 10250" in refusal
+
+
 def planted(stack: str | None, kind: str, name: str, change: Callable[[dict[str, Any]], None]) -> list[str]:
     """The refusals a change to one object adds."""
     objects = [Sourced(o.source, copy.deepcopy(o.manifest)) for o in objects_of(stack)]
