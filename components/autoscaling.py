@@ -37,6 +37,10 @@ KEDA_API = "keda.sh/v1alpha1"
 AUTHENTICATION = "managed-prometheus"
 # Reads Managed Prometheus through its Prometheus-compatible query API.
 MONITORING_READER = "roles/monitoring.viewer"
+# The pod port of KEDA's admission webhook and of its metrics API server. The control plane calls
+# both at the pod (chart defaults 9443 and 6443), and on private nodes GKE's own firewall rule opens
+# only 443 and 10250 to it; 10250 needs no privilege to bind (docs/autoscaling.md).
+CONTROL_PLANE_PORT = 10250
 
 
 def query_endpoint(project: str) -> str:
@@ -59,6 +63,8 @@ def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> d
         # The chart binds the metrics server to a Role in kube-system, where Autopilot refuses
         # creates; the binding goes to KEDA's namespace and auth_reader_* grant the read instead.
         "rbac": {"controlPlaneServiceAccountsNamespace": KEDA_NAMESPACE},
+        "webhooks": {"port": CONTROL_PLANE_PORT},
+        "service": {"portHttpsTarget": CONTROL_PLANE_PORT},
         "image": images,
     }
 

@@ -2,7 +2,9 @@
 
 The rules are data (``render/data/autopilot.yaml``, each with its sources and the date
 they were read). ``admission_problems`` checks every object of a stack, the charts'
-included, and names the object, who makes it, the field, the value and the rule.
+included, and names the object, who makes it, the field, the value and the rule. It also
+checks that every webhook and aggregated API the control plane calls listens on a pod port
+GKE's firewall opens to the control plane: admitted, such a call would only time out.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Placed(Protocol):
     def manifest(self) -> dict[str, Any]: ...
     @property
     def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
     @property
     def namespace(self) -> str: ...
     def label(self) -> str: ...
@@ -201,6 +205,74 @@ def _managed_namespace(item: Placed) -> list[str]:
     ]
 
 
+_WEBHOOK_CONFIGURATIONS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+# A webhook's or APIService's service port when it names none (admissionregistration/v1, apiregistration/v1).
+_DEFAULT_SERVICE_PORT = 443
+
+
+def _service_calls(item: Placed) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(field path, service reference) of every call the control plane makes to this object's backend."""
+    if item.kind in _WEBHOOK_CONFIGURATIONS:
+        for index, webhook in enumerate(item.manifest.get("webhooks") or []):
+            service = (webhook.get("clientConfig") or {}).get("service")
+            if service:
+                yield f"webhooks[{index}].clientConfig.service", service
+    elif item.kind == "APIService":
+        service = (item.manifest.get("spec") or {}).get("service")
+        if service:
+            yield "spec.service", service
+
+
+def _pod_port(objects: Sequence[Placed], service: Placed, port: int) -> int | None:
+    """The pod port a Service sends ``port`` to: its number, or the named container port of the pods it selects."""
+    entry = next((p for p in (service.manifest.get("spec") or {}).get("ports") or [] if p.get("port") == port), None)
+    if entry is None:
+        return None
+    target = entry.get("targetPort", port)
+    if isinstance(target, int):
+        return target
+    selector = (service.manifest.get("spec") or {}).get("selector") or {}
+    for item in objects:
+        labels = ((item.manifest.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+        if item.namespace != service.namespace or not selector or selector.items() - labels.items():
+            continue
+        for _, pod in pod_specs(item):
+            for container in _containers(pod):
+                for declared in container.get("ports") or []:
+                    if declared.get("name") == target:
+                        return int(declared["containerPort"])
+    return None
+
+
+def _control_plane_calls(objects: Sequence[Placed]) -> Iterator[tuple[Placed, str, str, int, int]]:
+    """(caller, field path, Service, service port, pod port) of every call the control plane makes into a stack's pods."""
+    services = {(o.namespace, o.name): o for o in objects if o.kind == "Service"}
+    for item in objects:
+        for where, reference in _service_calls(item):
+            service = services.get((str(reference.get("namespace")), str(reference.get("name"))))
+            port = int(reference.get("port", _DEFAULT_SERVICE_PORT))
+            pod_port = None if service is None else _pod_port(objects, service, port)
+            if service is not None and pod_port is not None:
+                yield item, where, service.label().removeprefix("Service "), port, pod_port
+
+
+def control_plane_ports(objects: Sequence[Placed]) -> dict[str, int]:
+    """The pod port the control plane connects to, per webhook configuration or APIService."""
+    return {item.label(): pod_port for item, _, _, _, pod_port in _control_plane_calls(objects)}
+
+
+def _control_plane_reach(objects: Sequence[Placed]) -> list[str]:
+    section = rules()["control_plane_calls"]
+    opened = section["ports"]
+    return [
+        f"{item.label()} ({item.source}): {where}: the control plane calls {service} port {port}, which sends it to "
+        f"pod port {pod_port}; GKE's firewall lets the control plane reach private nodes only on "
+        f"{', '.join(map(str, opened))} ({_cite(section)})"
+        for item, where, service, port, pod_port in _control_plane_calls(objects)
+        if pod_port not in opened
+    ]
+
+
 def admission_problems(objects: Sequence[Placed]) -> list[str]:
     """Every refusal Autopilot's admission would give these objects; empty when all are admitted."""
     found = []
@@ -215,4 +287,4 @@ def admission_problems(objects: Sequence[Placed]) -> list[str]:
                 *_security(where, pod),
             ]
         found += [f"{item.label()} ({item.source}): {problem}" for problem in own]
-    return found
+    return found + _control_plane_reach(objects)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from render.autopilot import admission_problems, pod_specs, rules
+from render.autopilot import admission_problems, control_plane_ports, pod_specs, rules
 from render.cluster_model import ClusterModelError, Sourced, check_cluster, cluster_objects
 from render.engine import Render
 from tests.conftest import STACKS, at, render_with, rendered
@@ -71,21 +71,21 @@ def test_keda_chart_with_gcp_pod_identity_is_refused_naming_the_selector() -> No
 KEDA_CALLEES = {"ValidatingWebhookConfiguration keda-admission", "APIService v1beta1.external.metrics.k8s.io"}
 
 
-@pytest.mark.xfail(strict=True, reason="KEDA's webhook (9443) and metrics API server (6443) listen where GKE's firewall is closed")
 def test_the_control_plane_calls_kedas_webhook_and_metrics_api_on_ports_gkes_firewall_opens() -> None:
-    from render.autopilot import control_plane_ports  # type: ignore[attr-defined]
-
     ports = control_plane_ports(objects_of(None))
     assert set(ports) == KEDA_CALLEES
     assert set(ports.values()) <= set(rules()["control_plane_calls"]["ports"]), ports
 
 
-@pytest.mark.xfail(strict=True, reason="the render does not yet check which pod ports the control plane calls")
 def test_a_webhook_behind_a_port_the_firewall_closes_is_refused_naming_both() -> None:
     def chart_default_port(service: dict[str, Any]) -> None:
         service["spec"]["ports"][0]["targetPort"] = 9443
 
-    (refusal,) = planted(None, "Service", "keda-admission-webhooks", chart_default_port)
+    refusals = planted(None, "Service", "keda-admission-webhooks", chart_default_port)
+    # One per webhook of the configuration: each is a call the control plane makes.
+    webhooks = next(o for o in objects_of(None) if o.label() == "ValidatingWebhookConfiguration keda-admission").manifest["webhooks"]
+    assert len(refusals) == len(webhooks) > 0
+    refusal = refusals[0]
     assert refusal.startswith("ValidatingWebhookConfiguration keda-admission (chart keda (keda 2.20.2)): webhooks[0].clientConfig.service")
     assert "keda/keda-admission-webhooks" in refusal and "pod port 9443" in refusal and "443, 10250" in refusal
 
