@@ -48,7 +48,6 @@ def test_the_cluster_endpoint_of_an_offline_render_is_in_the_stacks_region() -> 
 PYTHON_REPR = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\['")
 
 
-@pytest.mark.xfail(strict=True, reason="a missing estimate prints as Python's None")
 def test_a_stack_without_some_estimates_shows_them_as_null_in_the_plan_and_the_diff(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
