@@ -22,13 +22,12 @@ from pydantic.alias_generators import to_camel
 
 from stacks.cron import CronError, schedule
 from stacks.data_files import read_yaml
+from stacks.gke import A4_MACHINE_TYPE as A4_MACHINE_TYPE  # one A4 node's facts live in stacks/gke.py
+from stacks.gke import GPU_TYPE as GPU_TYPE
+from stacks.gke import GPUS_PER_NODE as GPUS_PER_NODE
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of
 
-# One A4 node: the only machine this project schedules GPU work on.
-A4_MACHINE_TYPE = "a4-highgpu-8g"
-GPU_TYPE = "nvidia-b200"
-GPUS_PER_NODE = 8
 # GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
 B200_MIN_VERSION = "1.32.2-gke.1422000"
 B200_MIN_MINOR = 32
