@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
@@ -124,6 +125,21 @@ def vllm_facts() -> dict[str, Any]:
     """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
     loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
     return loaded
+
+
+@dataclass(frozen=True)
+class KnownZones:
+    """The zones known to offer A4, and the day the list was read."""
+
+    zones: tuple[str, ...]
+    as_of: str
+
+
+@cache
+def a4_zones() -> KnownZones:
+    """The vendored list of zones that offer a4-highgpu-8g (stacks/data/a4-zones.yaml)."""
+    loaded = read_yaml(Path(__file__).parent / "data" / "a4-zones.yaml")
+    return KnownZones(tuple(loaded["zones"]), str(loaded["asOf"]))
 
 
 def _config_bool(value: Any) -> Any:
