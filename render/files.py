@@ -92,6 +92,8 @@ def _component_of(render: Render, registration: Registration) -> str:
 def plan(render: Render) -> str:
     """One screen: resources grouped by component, the inputs that matter, the outputs."""
     lines = [f"stack {render.stack}: {sum(r.custom or r.remote for r in render.resources)} resources", ""]
+    if render.warnings:
+        lines.extend([*(f"warning: {warning}" for warning in render.warnings), ""])
     groups: dict[str, list[Registration]] = {}
     for registration in render.resources:
         if registration.custom or registration.remote:

@@ -27,7 +27,7 @@ from stacks.gke import A4_MACHINE_TYPE as A4_MACHINE_TYPE  # one A4 node's facts
 from stacks.gke import GPU_TYPE as GPU_TYPE
 from stacks.gke import GPUS_PER_NODE as GPUS_PER_NODE
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
-from stacks.problems import ConfigProblem, one_of
+from stacks.problems import ConfigProblem, one_of, show_value
 
 # GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
 B200_MIN_VERSION = "1.32.2-gke.1422000"
@@ -1086,7 +1086,7 @@ class StackSettings(Section):
     region: str = "europe-west4"
     """Region of the cluster and network."""
     zone: str = "europe-west4-b"
-    """Zone of the A4 nodes and the model cache (A4 zones include europe-west4-b and us-central1-b)."""
+    """Zone of the A4 nodes and the model cache; a zone not known to offer A4 gets a warning (docs/reference.md)."""
     nodes: int = 1
     """A4 nodes, one vLLM replica each; 0 scales to zero and keeps cluster and cache."""
     routing: Literal["clusterip", "gateway"] = "clusterip"
@@ -1167,6 +1167,19 @@ class StackSettings(Section):
         if self.autoscaling.enabled:
             return self.autoscaling.max_replicas or max(self.nodes, 1)
         return self.nodes
+
+    def warnings(self, namespace: str) -> list[str]:
+        """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
+        known = a4_zones()
+        if self.zone in known.zones:
+            return []
+        nearby = [zone for zone in known.zones if zone.startswith(self.region + "-")]
+        where = f"in {self.region}: {', '.join(nearby)}" if nearby else f"anywhere: {', '.join(known.zones)}"
+        return [
+            f"{namespace}:zone: {show_value(self.zone)} is not among the zones known to offer {A4_MACHINE_TYPE} "
+            f"(list of {known.as_of}; {where}); A4 nodes may never come. "
+            "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
+        ]
 
     @model_validator(mode="after")
     def _cross_field(self) -> StackSettings:
