@@ -20,6 +20,8 @@ from stacks.loading import load
 from stacks.plan import plan_stack
 
 stack = load()
+for warning in stack.warnings:
+    pulumi.log.warn(warning)
 settings = stack.settings
 specs = plan_stack(settings, stack.name)
 labels = specs.labels

@@ -4,7 +4,7 @@ Docker Hub (vLLM, the download and benchmark images), registry.k8s.io (the
 endpoint picker) and ghcr.io (KEDA) are each mirrored by a remote repository:
 pulls come from Google's network in the region, not over NAT from the
 upstream; the first pull of an image fills the cache. Cache misses still meet
-the upstream's own rate limits (Docker Hub's, unauthenticated: README, "Network and
+the upstream's own rate limits (Docker Hub's, unauthenticated: docs/operations.md, "Network and
 supply path"). The nodes' own identity may read them; nothing else is granted.
 """
 

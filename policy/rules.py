@@ -7,9 +7,11 @@ message per problem, written for the person who edits the program or
 wires the rules into a policy pack, and the tests run them over the offline
 render of every stack.
 
-The A4 facts below restate ``stacks/settings.py`` on purpose: a guardrail that
-imported the values it guards would agree with any mistake made there. Tests
-keep the two statements equal.
+GKE's label keys and one A4 node's facts come from ``stacks/gke.py``, the one
+place the program keeps them; the pack runs in the project's environment with
+the project root on its path (``policy/__main__.py``). A mistake there is not
+left to agree with itself: the render checks the same keys against Autopilot's
+admission rules and GKE's ComputeClass CRD (docs/autopilot.md).
 """
 
 from __future__ import annotations
@@ -19,19 +21,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-# One A4 node (a4-highgpu-8g): 8 NVIDIA B200. GPU pods take a whole node.
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_TYPE = "nvidia-b200"
-GPUS_PER_NODE = 8
-A4_MACHINE_PREFIX = "a4-"
+from stacks import gke
 
-_GKE = "cloud.google.com"
-ACCELERATOR = f"{_GKE}/gke-accelerator"
-COMPUTE_CLASS = f"{_GKE}/compute-class"
-SPOT = f"{_GKE}/gke-spot"
-FLEX_START = f"{_GKE}/gke-flex-start"
-RESERVATION_AFFINITY = f"{_GKE}/reservation-affinity"
-RESERVATION_NAME = f"{_GKE}/reservation-name"
+# a4-highgpu-8g, and any other shape of the A4 family.
+A4_MACHINE_PREFIX = f"{gke.A4_MACHINE_FAMILY}-"
 
 # GKE GatewayClasses whose load balancer has an internet-facing address.
 EXTERNAL_GATEWAY_CLASSES = frozenset(
@@ -263,9 +256,9 @@ def _gpu_ask(container: Mapping[str, Any]) -> GpuAsk | None:
     """A container's (request, limit) of GPUs; None when it mentions none."""
     resources = _mapping(container.get("resources"))
     requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
-    if GPU_RESOURCE not in requests and GPU_RESOURCE not in limits:
+    if gke.GPU_RESOURCE not in requests and gke.GPU_RESOURCE not in limits:
         return None
-    return _gpu_count(requests.get(GPU_RESOURCE)), _gpu_count(limits.get(GPU_RESOURCE))
+    return _gpu_count(requests.get(gke.GPU_RESOURCE)), _gpu_count(limits.get(gke.GPU_RESOURCE))
 
 
 def _gpus(ask: GpuAsk | None) -> int:
@@ -291,24 +284,26 @@ def gpu_pods_take_whole_a4_nodes(resource: Resource, facts: StackFacts) -> list[
     if any(isinstance(count, Unknown) for ask in asks.values() for count in ask) or _is_unknown(spec.get("nodeSelector")):
         return []  # judged again once the engine knows the values
     problems = [
-        f"{_label(resource)}: container {name} requests {request} and limits {limit} {GPU_RESOURCE}; set both, to the same whole number"
+        f"{_label(resource)}: container {name} requests {request} and limits {limit} {gke.GPU_RESOURCE}; set both, to the same whole number"
         for name, (request, limit) in asks.items()
         if request is None or request != limit
     ]
-    if (total := pod_gpus(spec)) != GPUS_PER_NODE:
-        problems.append(f"{_label(resource)}: requests {total} {GPU_RESOURCE}; a GPU pod takes one whole A4 node: exactly {GPUS_PER_NODE}")
+    if (total := pod_gpus(spec)) != gke.GPUS_PER_NODE:
+        problems.append(
+            f"{_label(resource)}: requests {total} {gke.GPU_RESOURCE}; a GPU pod takes one whole A4 node: exactly {gke.GPUS_PER_NODE}"
+        )
     selector = _node_selector(spec)
-    compute_class = _text(selector.get(COMPUTE_CLASS))
+    compute_class = _text(selector.get(gke.COMPUTE_CLASS_LABEL))
     if compute_class is not None:
         if facts.compute_classes is not None and compute_class not in facts.compute_classes:
             defined = ", ".join(sorted(facts.compute_classes)) or "none"
             problems.append(
                 f"{_label(resource)}: selects compute class {compute_class!r}, which this stack does not define (defined: {defined})"
             )
-    elif _text(selector.get(ACCELERATOR)) != GPU_TYPE:
+    elif _text(selector.get(gke.ACCELERATOR_LABEL)) != gke.GPU_TYPE:
         problems.append(
-            f"{_label(resource)}: does not select A4 nodes; set nodeSelector {ACCELERATOR}: {GPU_TYPE}, "
-            f"or {COMPUTE_CLASS} naming a ComputeClass of this stack"
+            f"{_label(resource)}: does not select A4 nodes; set nodeSelector {gke.ACCELERATOR_LABEL}: {gke.GPU_TYPE}, "
+            f"or {gke.COMPUTE_CLASS_LABEL} naming a ComputeClass of this stack"
         )
     return problems
 
@@ -318,11 +313,11 @@ def gpu_pods_take_whole_a4_nodes(resource: Resource, facts: StackFacts) -> list[
 
 def capacity_mode(selector: Mapping[str, Any]) -> str | None:
     """The approved capacity a node selector asks for (spot, flex-start, reservation), else None."""
-    if _text(selector.get(SPOT)) == "true":
+    if _text(selector.get(gke.SPOT_LABEL)) == "true":
         return "spot"
-    if _text(selector.get(FLEX_START)) == "true":
+    if _text(selector.get(gke.FLEX_START_LABEL)) == "true":
         return "flex-start"
-    if _text(selector.get(RESERVATION_AFFINITY)) == "specific" and _text(selector.get(RESERVATION_NAME)):
+    if _text(selector.get(gke.RESERVATION_AFFINITY_LABEL)) == "specific" and _text(selector.get(gke.RESERVATION_NAME_LABEL)):
         return "reservation"
     return None
 
@@ -331,8 +326,8 @@ def _is_a4_priority(priority: Mapping[str, Any]) -> bool:
     machine_type = _text(priority.get("machineType")) or ""
     return (
         machine_type.startswith(A4_MACHINE_PREFIX)
-        or _text(priority.get("machineFamily")) == A4_MACHINE_PREFIX.rstrip("-")
-        or _text(_at(priority, "gpu", "type")) == GPU_TYPE
+        or _text(priority.get("machineFamily")) == gke.A4_MACHINE_FAMILY
+        or _text(_at(priority, "gpu", "type")) == gke.GPU_TYPE
     )
 
 
@@ -367,22 +362,23 @@ def _compute_class_on_demand(resource: Resource) -> list[str]:
 
 def no_on_demand_a4(resource: Resource, facts: StackFacts) -> list[str]:
     """B200 pods name a capacity mode; A4 ComputeClasses never fall back to on-demand."""
-    if _is_kind(resource, _GKE, "ComputeClass"):
+    if _is_kind(resource, gke.GROUP, "ComputeClass"):
         return _compute_class_on_demand(resource)
     spec = pod_spec(resource)
     if spec is None:
         return []
     selector = _node_selector(spec)
     # With a compute class the class decides the capacity; it is checked on the class.
-    if COMPUTE_CLASS in selector or _text(selector.get(ACCELERATOR)) != GPU_TYPE:
+    if gke.COMPUTE_CLASS_LABEL in selector or _text(selector.get(gke.ACCELERATOR_LABEL)) != gke.GPU_TYPE:
         return []
     if capacity_mode(selector) is not None:
         return []
-    if _text(selector.get(RESERVATION_AFFINITY)) == "specific":
-        return [f"{_label(resource)}: selects a specific reservation but names none; set nodeSelector {RESERVATION_NAME}"]
+    if _text(selector.get(gke.RESERVATION_AFFINITY_LABEL)) == "specific":
+        return [f"{_label(resource)}: selects a specific reservation but names none; set nodeSelector {gke.RESERVATION_NAME_LABEL}"]
     return [
-        f"{_label(resource)}: selects {GPU_TYPE} nodes with no capacity selector, which is on-demand and A4 has none; "
-        f"select {SPOT}: 'true', {FLEX_START}: 'true', or {RESERVATION_AFFINITY}: specific with {RESERVATION_NAME}"
+        f"{_label(resource)}: selects {gke.GPU_TYPE} nodes with no capacity selector, which is on-demand and A4 has none; "
+        f"select {gke.SPOT_LABEL}: 'true', {gke.FLEX_START_LABEL}: 'true', "
+        f"or {gke.RESERVATION_AFFINITY_LABEL}: specific with {gke.RESERVATION_NAME_LABEL}"
     ]
 
 
@@ -635,7 +631,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "gpu-pods-take-whole-a4-nodes",
         "GPU pods request exactly one A4 node's 8 nvidia.com/gpu (requests = limits) and select A4: "
-        "the nvidia-b200 accelerator or a ComputeClass of the stack.",
+        f"the {gke.GPU_TYPE} accelerator or a ComputeClass of the stack.",
         gpu_pods_take_whole_a4_nodes,
         needs_stack=True,
     ),
@@ -688,7 +684,7 @@ def compute_classes(resources: Iterable[Resource]) -> frozenset[str]:
     return frozenset(
         name
         for resource in resources
-        if _is_kind(resource, _GKE, "ComputeClass")
+        if _is_kind(resource, gke.GROUP, "ComputeClass")
         for name in [_text(_at(resource.inputs, "metadata", "name")) or resource.name]
     )
 

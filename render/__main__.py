@@ -17,7 +17,7 @@ from render.changes import changes, read_records, summary, write_records
 from render.chart import ChartError
 from render.cluster_model import ClusterModelError, check_cluster
 from render.engine import PROJECT_ROOT, Render, render_stack
-from render.files import PLAN_FILE, changed_files, diff, flatten, plan, write
+from render.files import PLAN_FILE, changed_files, diff, flatten, plan, short, write
 from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
 from render.progress import Progress
 from render.promql import PromQLError, check_monitoring
@@ -57,7 +57,9 @@ def estimate_changes(before: Path, after: Path) -> list[str]:
 
     old, new = figures(before), figures(after)
     changed = [
-        f"  {key}: {old.get(key, '-')} -> {new.get(key, '-')}\n" for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)
+        f"  {key}: {short(old[key]) if key in old else '-'} -> {short(new[key]) if key in new else '-'}\n"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
     ]
     return ["estimates:\n", *changed, "\n"] if changed else ["estimates: unchanged\n\n"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import json
+import logging
 import os
 import runpy
 from collections.abc import Callable, Iterator, Mapping
@@ -75,6 +76,8 @@ class Render:
     outputs: dict[str, Any] = field(default_factory=dict)
     # Provider functions the program called (lookups such as get_subnetwork).
     invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # What the program logged as warnings (pulumi.log.warn), as `pulumi up` would show them.
+    warnings: list[str] = field(default_factory=list)
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -299,6 +302,18 @@ def _engine_config(config: Mapping[str, Any], project: str) -> tuple[dict[str, s
     return values, secret_keys
 
 
+class _WarningLog(logging.Logger):
+    """The mock engine's log: keeps the program's warnings, prints nothing."""
+
+    def __init__(self, warnings: list[str]) -> None:
+        super().__init__("render")
+        self.propagate = False
+        self.kept = warnings
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self.kept.append(str(msg))
+
+
 def _run_program(root: Path) -> None:
     runpy.run_path(str(root / "__main__.py"), run_name="__main__")
 
@@ -339,7 +354,9 @@ def render_stack(
 
     def run() -> None:
         set_all_config(values, secret_keys)
-        mocks.set_mocks(_Mocks(), project=project, stack=stack, preview=False, monitor=_RecordingMonitor(render))
+        mocks.set_mocks(
+            _Mocks(), project=project, stack=stack, preview=False, monitor=_RecordingMonitor(render), logger=_WarningLog(render.warnings)
+        )
         with _in_project(root):
             _sync_await(run_pulumi_func(lambda: _run_program(root)))
         render.resources[:] = in_dependency_order(render.resources)

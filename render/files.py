@@ -45,15 +45,20 @@ def _dig(value: Any, path: str) -> Any:
     return value
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
+    """A value on one line as YAML or JSON would write it (``null``, ``true``), never as a Python repr."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list) and value and isinstance(value[0], dict):
         return json.dumps(value, sort_keys=True)
     if isinstance(value, dict) and len(value) == 1:
-        return str(next(iter(value.values())))
+        return short(next(iter(value.values())))
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=str)
     if isinstance(value, list):
-        return ",".join(str(v) for v in value)
+        return ",".join(short(v) for v in value)
     return str(value)
 
 
@@ -87,6 +92,8 @@ def _component_of(render: Render, registration: Registration) -> str:
 def plan(render: Render) -> str:
     """One screen: resources grouped by component, the inputs that matter, the outputs."""
     lines = [f"stack {render.stack}: {sum(r.custom or r.remote for r in render.resources)} resources", ""]
+    if render.warnings:
+        lines.extend([*(f"warning: {warning}" for warning in render.warnings), ""])
     groups: dict[str, list[Registration]] = {}
     for registration in render.resources:
         if registration.custom or registration.remote:
@@ -96,7 +103,7 @@ def plan(render: Render) -> str:
         for registration in members:
             inputs = redact(registration.inputs)
             details = [
-                f"{key.split('.')[-1] if not key[-1].isdigit() else key.split('.')[-2]}={_short(value)}"
+                f"{key.split('.')[-1] if not key[-1].isdigit() else key.split('.')[-2]}={short(value)}"
                 for key in HIGHLIGHTS.get(registration.type, ())
                 if (value := _dig(inputs, key)) is not None
             ]
@@ -104,7 +111,7 @@ def plan(render: Render) -> str:
             if is_manifest(registration):
                 lines.append(f"      awaits: {awaits(inputs, registration.custom_timeouts)}")
             if registration.remote and isinstance(inputs.get("values"), dict):
-                lines.extend(f"      {key} = {_short(value)}" for key, value in sorted(flatten(inputs["values"]).items()))
+                lines.extend(f"      {key} = {short(value)}" for key, value in sorted(flatten(inputs["values"]).items()))
             if registration.type == CHART_TYPE:
                 lines.extend(f"      renders {item.label()}; awaits: {awaits(item.manifest)}" for item in render_chart(registration))
         lines.append("")
@@ -123,7 +130,7 @@ def _outputs(values: dict[str, Any], indent: str) -> list[str]:
             lines.append(f"{indent}{key}:")
             lines.extend(_outputs(value, indent + "  "))
         else:
-            lines.append(f"{indent}{key}: {_short(value)}")
+            lines.append(f"{indent}{key}: {short(value)}")
     return lines
 
 

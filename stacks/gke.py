@@ -1,4 +1,7 @@
-"""Names GKE gives meaning to: the label keys and API group of its node-selection objects."""
+"""What GKE and A4 give meaning to: the label keys and API group of GKE's node-selection objects, and the A4 machine.
+
+The program and the policy pack (policy/rules.py) both read them from here (docs/reference.md).
+"""
 
 from __future__ import annotations
 
@@ -15,3 +18,10 @@ RESERVATION_NAME_LABEL = f"{GROUP}/reservation-name"
 RESERVATION_AFFINITY_LABEL = f"{GROUP}/reservation-affinity"
 RESERVATION_PROJECT_LABEL = f"{GROUP}/reservation-project"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+
+# One A4 node: the only machine this project schedules GPU work on (docs/reference.md).
+A4_MACHINE_TYPE = "a4-highgpu-8g"
+A4_MACHINE_FAMILY = "a4"
+GPU_TYPE = "nvidia-b200"
+GPUS_PER_NODE = 8
+GPU_RESOURCE = "nvidia.com/gpu"

@@ -33,6 +33,8 @@ class Stack:
     name: str
     settings: StackSettings
     secrets: StackSecrets
+    # Settings that pass but may be wrong, for `pulumi up` and the render to show.
+    warnings: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -101,4 +103,4 @@ def load() -> Stack:
     settings = parse_settings(_raw_config(namespace), namespace)
     config = pulumi.Config()
     secrets = StackSecrets(hf_token=config.get_secret(HF_TOKEN_KEY), api_key=config.get_secret(API_KEY_KEY))
-    return Stack(name=pulumi.get_stack(), settings=settings, secrets=secrets)
+    return Stack(name=pulumi.get_stack(), settings=settings, secrets=secrets, warnings=tuple(settings.warnings(namespace)))

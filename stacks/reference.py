@@ -1,7 +1,7 @@
-"""The configuration reference in the README, generated from the settings schema.
+"""The configuration reference (docs/configuration.md), generated from the settings schema.
 
-``python -m stacks.reference`` rewrites the README's table; a test fails when
-the README and the schema disagree.
+``python -m stacks.reference`` rewrites its table; a test fails when the page
+and the schema disagree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic_core import PydanticUndefined
 from stacks.loading import API_KEY_KEY, HF_TOKEN_KEY
 from stacks.settings import StackSettings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
 
 
@@ -76,10 +76,10 @@ def table() -> str:
 def updated(readme: str) -> str:
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(readme):
-        raise ValueError(f"README has no {START} ... {END} block")
+        raise ValueError(f"{PAGE.name} has no {START} ... {END} block")
     return pattern.sub(lambda _: f"{START}\n{table()}\n{END}", readme)
 
 
 if __name__ == "__main__":
-    README.write_text(updated(README.read_text()))
-    sys.stdout.write(f"updated the configuration reference in {README.name}\n")
+    PAGE.write_text(updated(PAGE.read_text()))
+    sys.stdout.write(f"updated the configuration reference in {PAGE.relative_to(PAGE.parent.parent)}\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
@@ -22,13 +23,12 @@ from pydantic.alias_generators import to_camel
 
 from stacks.cron import CronError, schedule
 from stacks.data_files import read_yaml
+from stacks.gke import A4_MACHINE_TYPE as A4_MACHINE_TYPE  # one A4 node's facts live in stacks/gke.py
+from stacks.gke import GPU_TYPE as GPU_TYPE
+from stacks.gke import GPUS_PER_NODE as GPUS_PER_NODE
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
-from stacks.problems import ConfigProblem, one_of
+from stacks.problems import ConfigProblem, one_of, show_value
 
-# One A4 node: the only machine this project schedules GPU work on.
-A4_MACHINE_TYPE = "a4-highgpu-8g"
-GPU_TYPE = "nvidia-b200"
-GPUS_PER_NODE = 8
 # GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
 B200_MIN_VERSION = "1.32.2-gke.1422000"
 B200_MIN_MINOR = 32
@@ -125,6 +125,21 @@ def vllm_facts() -> dict[str, Any]:
     """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
     loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
     return loaded
+
+
+@dataclass(frozen=True)
+class KnownZones:
+    """The zones known to offer A4, and the day the list was read."""
+
+    zones: tuple[str, ...]
+    as_of: str
+
+
+@cache
+def a4_zones() -> KnownZones:
+    """The vendored list of zones that offer a4-highgpu-8g (stacks/data/a4-zones.yaml)."""
+    loaded = read_yaml(Path(__file__).parent / "data" / "a4-zones.yaml")
+    return KnownZones(tuple(loaded["zones"]), str(loaded["asOf"]))
 
 
 def _config_bool(value: Any) -> Any:
@@ -1071,7 +1086,7 @@ class StackSettings(Section):
     region: str = "europe-west4"
     """Region of the cluster and network."""
     zone: str = "europe-west4-b"
-    """Zone of the A4 nodes and the model cache (A4 zones include europe-west4-b and us-central1-b)."""
+    """Zone of the A4 nodes and the model cache; a zone not known to offer A4 gets a warning (docs/reference.md)."""
     nodes: int = 1
     """A4 nodes, one vLLM replica each; 0 scales to zero and keeps cluster and cache."""
     routing: Literal["clusterip", "gateway"] = "clusterip"
@@ -1152,6 +1167,19 @@ class StackSettings(Section):
         if self.autoscaling.enabled:
             return self.autoscaling.max_replicas or max(self.nodes, 1)
         return self.nodes
+
+    def warnings(self, namespace: str) -> list[str]:
+        """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
+        known = a4_zones()
+        if self.zone in known.zones:
+            return []
+        nearby = [zone for zone in known.zones if zone.startswith(self.region + "-")]
+        where = f"in {self.region}: {', '.join(nearby)}" if nearby else f"anywhere: {', '.join(known.zones)}"
+        return [
+            f"{namespace}:zone: {show_value(self.zone)} is not among the zones known to offer {A4_MACHINE_TYPE} "
+            f"(list of {known.as_of}; {where}); A4 nodes may never come. "
+            "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
+        ]
 
     @model_validator(mode="after")
     def _cross_field(self) -> StackSettings:

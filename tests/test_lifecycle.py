@@ -196,8 +196,9 @@ def test_the_docs_promise_no_escape_from_docker_hubs_rate_limits() -> None:
     # Artifact Registry: an unauthenticated Docker Hub remote is still rate limited on cache misses.
     from render.engine import PROJECT_ROOT
 
-    for path in ("README.md", "components/registry.py", "stacks/settings.py"):
-        text = (PROJECT_ROOT / path).read_text().lower()
+    docs = [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").glob("*.md")]
+    for path in [*docs, PROJECT_ROOT / "components" / "registry.py", PROJECT_ROOT / "stacks" / "settings.py"]:
+        text = path.read_text().lower()
         assert "no docker hub rate limit" not in text and "no rate limits" not in text, path
 
 

@@ -19,8 +19,6 @@ from policy.rules import (
     ALLOW_PUBLIC_NODES,
     EXTERNAL_GATEWAY_CLASSES,
     GCP_WITHOUT_LABELS,
-    GPU_TYPE,
-    GPUS_PER_NODE,
     PRODUCTION,
     REQUIRED_LABELS,
     RULES,
@@ -414,7 +412,6 @@ def test_gcp_types_exempt_from_labels_have_no_labels_field() -> None:
 
 
 def test_the_rules_state_the_same_facts_as_the_program() -> None:
-    assert (GPU_TYPE, GPUS_PER_NODE) == (settings.GPU_TYPE, settings.GPUS_PER_NODE)
     stack = Stack("dev", settings.StackSettings(project="llm-serving-dev"), StackSecrets(None, None))
     assert set(REQUIRED_LABELS) <= set(stack.labels)
     cache = plan_stack(stack.settings, stack.name).cache

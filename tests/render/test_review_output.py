@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from render.__main__ import main
+from render.engine import render_stack
+from render.files import plan, write
 from stacks.problems import StackConfigError
 from tests.conftest import render_with
 
@@ -32,3 +37,27 @@ def test_render_help_names_the_diff_command(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "python -m render diff" in capsys.readouterr().out
+
+
+def test_the_cluster_endpoint_of_an_offline_render_is_in_the_stacks_region() -> None:
+    render = render_with("dev", region="us-central1", zone="us-central1-b")
+    assert ".us-central1.gke.goog" in render.outputs["clusterEndpoint"]
+
+
+# A plan and a diff are read by people: values as YAML writes them, never a Python repr.
+PYTHON_REPR = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\['")
+
+
+def test_a_stack_without_some_estimates_shows_them_as_null_in_the_plan_and_the_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Flex-start has no reference price: no cost per hour, no dollars per million tokens, no upper cost.
+    flex = render_with("dev", capacity={"mode": "flex-start"}, autoscaling={"enabled": True, "maxReplicas": 2})
+    assert flex.outputs["estimates"]["costPerHour"] is None
+    shown = plan(flex)
+    assert "costPerHour: null" in shown and not PYTHON_REPR.search(shown)
+    write(flex, tmp_path / "flex")
+    write(render_stack("dev"), tmp_path / "dev")
+    main(["diff", str(tmp_path / "dev"), str(tmp_path / "flex")])
+    estimates = capsys.readouterr().out.split("resource changes")[0]
+    assert "costPerHour: 32.73 -> null" in estimates and not PYTHON_REPR.search(estimates)

@@ -1,14 +1,14 @@
-"""The README's configuration reference cannot drift from the schema."""
+"""The configuration reference (docs/configuration.md) cannot drift from the schema."""
 
 from __future__ import annotations
 
-from stacks.reference import README, table, updated
+from stacks.reference import PAGE, table, updated
 from stacks.settings import known_keys
 
 
-def test_readme_reference_matches_the_schema() -> None:
-    readme = README.read_text()
-    assert updated(readme) == readme, "run `uv run python -m stacks.reference` and commit README.md"
+def test_the_configuration_page_matches_the_schema() -> None:
+    page = PAGE.read_text()
+    assert updated(page) == page, "run `uv run python -m stacks.reference` and commit docs/configuration.md"
 
 
 def test_reference_lists_every_key_of_every_section() -> None:
