@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings
+from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings, quantity
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
@@ -104,7 +104,19 @@ def idle_bill(settings: StackSettings) -> list[tuple[str, float]]:
         disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
         bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH))
         bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH))
+    if settings.routing == "gateway":
+        bill.extend(gateway_bill(settings))
     return bill
+
+
+def gateway_bill(settings: StackSettings) -> list[tuple[str, float]]:
+    """Gateway routing's own bill per hour: the endpoint picker's Pods and the load balancer, both kept at zero replicas."""
+    gateway = settings.gateway
+    cpu = float(quantity(gateway.endpoint_picker_cpu))
+    gib = float(quantity(gateway.endpoint_picker_memory)) / 2**30
+    picker = gateway.endpoint_picker_replicas * (cpu * gateway.price_per_vcpu_hour + gib * gateway.price_per_gib_hour)
+    balancer = "internal Application Load Balancer" if gateway.exposure == "internal" else "regional external Application Load Balancer"
+    return [("endpoint picker (Autopilot Pods)", picker), (balancer, gateway.load_balancer_price_per_hour)]
 
 
 def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | None:

@@ -882,6 +882,12 @@ class GatewaySettings(Section):
     """More than 1 adds standby replicas (leader election), not capacity."""
     programmed_timeout_minutes: int = Field(default=15, ge=1, le=60)
     """How long `pulumi up` waits for the Gateway to be Programmed."""
+    price_per_vcpu_hour: float = Field(default=0.0445, ge=0)
+    """US dollars per vCPU-hour of the endpoint picker's Autopilot Pods, for the estimates (general-purpose, us-central1)."""
+    price_per_gib_hour: float = Field(default=0.0049225, ge=0)
+    """US dollars per GiB-hour of the endpoint picker's Autopilot Pods, for the estimates (general-purpose, us-central1)."""
+    load_balancer_price_per_hour: float = Field(default=0.025, ge=0)
+    """US dollars per hour of the Gateway's load balancer, for the estimates (before data processed)."""
 
     @field_validator("existing_proxy_subnet")
     @classmethod

@@ -109,8 +109,10 @@ GIB_HOUR = 0.0049225
 LOAD_BALANCER_HOUR = 0.025
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 7: gateway mode's endpoint picker and load balancer are not counted")
-@pytest.mark.parametrize(("cpu", "memory", "replicas", "picker_hour"), [("10", "16Gi", 1, 10 * VCPU_HOUR + 16 * GIB_HOUR), ("4", "8192Mi", 3, 3 * (4 * VCPU_HOUR + 8 * GIB_HOUR))])
+@pytest.mark.parametrize(
+    ("cpu", "memory", "replicas", "picker_hour"),
+    [("10", "16Gi", 1, 10 * VCPU_HOUR + 16 * GIB_HOUR), ("4", "8192Mi", 3, 3 * (4 * VCPU_HOUR + 8 * GIB_HOUR))],
+)
 def test_gateway_mode_bills_its_endpoint_picker_and_load_balancer(cpu: str, memory: str, replicas: int, picker_hour: float) -> None:
     gateway = {"endpointPickerCpu": cpu, "endpointPickerMemory": memory, "endpointPickerReplicas": replicas}
     clusterip = settings(nodes=4)
