@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from stacks.data_files import read_yaml
+from stacks.vllm import DEFAULT_RELEASE, facts
 
 DATA = Path(__file__).parent / "data"
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
@@ -19,8 +20,8 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 @cache
 def exported() -> dict[str, str]:
     """Metric name -> kind (counter, gauge, histogram), from every source."""
-    table: dict[str, str] = {}
-    for source in ("vllm.yaml", "dcgm.yaml", "kube-state.yaml", "epp.yaml"):
+    table = dict(facts(DEFAULT_RELEASE).metrics)
+    for source in ("dcgm.yaml", "kube-state.yaml", "epp.yaml"):
         for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
             table[name] = kind

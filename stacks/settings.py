@@ -21,9 +21,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 
 from stacks.cron import CronError, schedule
-from stacks.data_files import read_yaml
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of
+from stacks.vllm import DEFAULT_RELEASE, facts
 
 # One A4 node: the only machine this project schedules GPU work on.
 A4_MACHINE_TYPE = "a4-highgpu-8g"
@@ -118,13 +118,6 @@ MANAGED_FLAGS = {
 _FLAG = re.compile(r"^(--[a-z0-9][a-z0-9-]*|-O)(=.*)?$|^-O[0-9]$")
 # Kubernetes 1.30+ (RelaxedEnvironmentVariableValidation) takes any printable ASCII but '='.
 _ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
-
-
-@cache
-def vllm_facts() -> dict[str, Any]:
-    """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
-    loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
-    return loaded
 
 
 def _config_bool(value: Any) -> Any:
@@ -738,7 +731,7 @@ class ServingProfile(Section):
     @field_validator("extra_args")
     @classmethod
     def _flags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        known = set(vllm_facts()["serveFlags"])
+        known = facts(DEFAULT_RELEASE).serve_flags
         for index, arg in enumerate(value):
             if not _FLAG.match(arg):
                 raise ConfigProblem((index,), arg, "is not a flag in the form --name=value (or --name for a switch)")
@@ -747,7 +740,7 @@ class ServingProfile(Section):
             if plain in MANAGED_FLAGS:
                 raise ConfigProblem((index,), arg, f"is set by the program; use {MANAGED_FLAGS[plain]} instead")
             if name not in known:
-                raise ConfigProblem((index,), arg, f"{name} is not a flag of vllm serve 0.18.1 (stacks/data/vllm.yaml lists them)")
+                raise ConfigProblem((index,), arg, f"{name} is not a flag of vllm serve 0.18.1 (stacks/data/vllm/ lists them)")
         return value
 
     @field_validator("env")
@@ -768,7 +761,7 @@ class ServingProfile(Section):
     @field_validator("attention_backend")
     @classmethod
     def _attention_backend(cls, value: str | None) -> str | None:
-        choices = vllm_facts()["attentionBackends"]
+        choices = facts(DEFAULT_RELEASE).attention_backends
         if value is not None and value not in choices:
             raise ConfigProblem((), value, f"is not an attention backend of vLLM 0.18.1; {one_of(choices)}")
         return value
@@ -776,7 +769,7 @@ class ServingProfile(Section):
     @field_validator("mamba_cache_mode")
     @classmethod
     def _mamba_cache_mode(cls, value: str | None) -> str | None:
-        choices = vllm_facts()["mambaCacheModes"]
+        choices = facts(DEFAULT_RELEASE).mamba_cache_modes
         if value is not None and value not in choices:
             raise ConfigProblem((), value, f"is not a mamba cache mode of vLLM 0.18.1; {one_of(choices)}")
         return value

@@ -7,7 +7,8 @@ from typing import Any
 from components.replicas import engine_args
 from render.engine import Render, Secret, render_stack
 from stacks.plan import selector_labels
-from stacks.settings import ServingProfile, vllm_facts
+from stacks.settings import ServingProfile
+from stacks.vllm import DEFAULT_RELEASE, facts
 from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).
@@ -146,5 +147,5 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     args = engine_args(profile, "m", "m")
     assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
-    known = set(vllm_facts()["serveFlags"])
+    known = facts(DEFAULT_RELEASE).serve_flags
     assert {"--no-enable-prefix-caching", "--no-enable-chunked-prefill"} <= known
