@@ -18,9 +18,9 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 
 
 @cache
-def exported() -> dict[str, str]:
-    """Metric name -> kind (counter, gauge, histogram), from every source."""
-    table = dict(facts(DEFAULT_RELEASE).metrics)
+def exported(release: str = DEFAULT_RELEASE) -> dict[str, str]:
+    """Metric name -> kind (counter, gauge, histogram), from every source; vLLM's of ``release``."""
+    table = dict(facts(release).metrics)
     for source in ("dcgm.yaml", "kube-state.yaml", "epp.yaml"):
         for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
@@ -28,13 +28,13 @@ def exported() -> dict[str, str]:
     return table
 
 
-def series_problem(series: str) -> str | None:
-    """Why ``series`` is not a series any source exports, or None when it is."""
-    table = exported()
+def series_problem(series: str, release: str = DEFAULT_RELEASE) -> str | None:
+    """Why ``series`` is not a series any source exports, with vLLM at ``release``, or None when it is."""
+    table = exported(release)
     for name, kind in table.items():
         if series in (name + suffix for suffix in SUFFIXES[kind]):
             return None
     for name, kind in table.items():
         if series.startswith(name):
             return f"{series}: {name} is a {kind}; query {' or '.join(name + s for s in SUFFIXES[kind])}"
-    return f"{series}: no vLLM, DCGM, kube-state or endpoint-picker metric of this name (stacks/data/)"
+    return f"{series}: no vLLM, DCGM, kube-state or endpoint-picker metric of this name (vLLM {release}; stacks/data/)"

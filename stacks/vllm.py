@@ -18,6 +18,7 @@ from stacks.data_files import read_yaml
 FACTS = Path(__file__).parent / "data" / "vllm"
 # The release the measured defaults were tuned on (v0.18.1 fixes v0.18.0's FP8 KV-cache bug).
 DEFAULT_RELEASE = "0.18.1"
+TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
 # vllm/vllm-openai tags a release v<major>.<minor>.<patch>, optionally with a suffix (e.g. -cu130).
 _RELEASE_TAG = re.compile(r"^v?(?P<release>\d+\.\d+\.\d+)(?:[-+][\w.-]*)?$")
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]*)(?:@sha256:[0-9a-f]{64})?$")

@@ -63,10 +63,10 @@ def test_profile_changes_reach_the_command_line() -> None:
 def test_the_image_is_pinned_and_overridable() -> None:
     registry = "europe-west4-docker.pkg.dev/llm-serving-dev/docker-hub"
     assert container(rendered("dev"))["image"] == f"{registry}/vllm/vllm-openai:v0.18.1"
-    changed = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"})
-    assert container(changed)["image"] == f"{registry}/vllm/vllm-openai:v0.18.2"
-    direct = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"}, registry={"enabled": False})
-    assert container(direct)["image"] == "vllm/vllm-openai:v0.18.2"
+    changed = render_with("dev", serving={"image": "vllm/vllm-openai:v0.33.0"})
+    assert container(changed)["image"] == f"{registry}/vllm/vllm-openai:v0.33.0"
+    direct = render_with("dev", serving={"image": "vllm/vllm-openai:v0.33.0"}, registry={"enabled": False})
+    assert container(direct)["image"] == "vllm/vllm-openai:v0.33.0"
 
 
 def test_prod_runs_twelve_replicas_on_the_reservation() -> None:
