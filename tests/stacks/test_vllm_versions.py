@@ -142,3 +142,14 @@ def test_a_ttft_objective_above_the_largest_bucket_is_refused() -> None:
         settings(observability={"ttftP99Seconds": largest})
     below = max(b for b in facts(DEFAULT_RELEASE).histogram_buckets["vllm:time_to_first_token_seconds"] if b < largest)
     assert settings(observability={"ttftP99Seconds": below}).observability.ttft_p99_seconds == below
+
+
+@pytest.mark.xfail(strict=True, reason="vLLM sets the mamba cache mode to none without prefix caching, and asserts chunked prefill with it")
+@pytest.mark.parametrize("release", [DEFAULT_RELEASE, LATEST])
+def test_a_mamba_cache_mode_needs_prefix_caching_and_chunked_prefill(release: str) -> None:
+    image = f"vllm/vllm-openai:v{release}"
+    no_prefix = refused(serving={"image": image, "enablePrefixCaching": False})
+    assert "llm:serving.mambaCacheMode" in no_prefix and "'align'" in no_prefix and "enablePrefixCaching" in no_prefix
+    no_chunks = refused(serving={"image": image, "enableChunkedPrefill": False, "maxNumBatchedTokens": 8192})
+    assert "llm:serving.mambaCacheMode" in no_chunks and "enableChunkedPrefill" in no_chunks
+    assert settings(serving={"image": image, "enablePrefixCaching": False, "mambaCacheMode": None, "mambaBlockSize": None})
