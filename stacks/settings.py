@@ -826,6 +826,21 @@ class ServingProfile(Section):
         return value
 
     @model_validator(mode="after")
+    def _mamba_caching(self) -> ServingProfile:
+        # vLLM 0.18.1 and 0.33.0 set the mode to none without prefix caching, and assert chunked prefill
+        # with it (vllm/model_executor/models/config.py, MambaModelConfig; docs/vllm.md).
+        if self.mamba_cache_mode not in (None, "none"):
+            for key, on in (("enablePrefixCaching", self.enable_prefix_caching), ("enableChunkedPrefill", self.enable_chunked_prefill)):
+                if not on:
+                    raise ConfigProblem(
+                        ("mambaCacheMode",),
+                        self.mamba_cache_mode,
+                        f"needs {key}: true (vLLM turns the mode off without prefix caching and refuses it without chunked "
+                        "prefill); turn it on, or unset mambaCacheMode and mambaBlockSize",
+                    )
+        return self
+
+    @model_validator(mode="after")
     def _batches(self) -> ServingProfile:
         # vLLM 0.18.1 refuses to start otherwise (vllm/config/scheduler.py, verify_max_model_len).
         if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:

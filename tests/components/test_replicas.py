@@ -143,7 +143,9 @@ def test_without_an_api_key_no_secret_is_created() -> None:
 
 def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     # vLLM 0.18.1 turns both on by default: leaving the flag out would keep them on.
-    profile = ServingProfile(enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024)
+    profile = ServingProfile(
+        enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024, mamba_cache_mode=None
+    )
     args = engine_args(profile, "m", "m")
     assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)

@@ -48,7 +48,7 @@ REFUSED: list[tuple[str, dict[str, Any], list[str]]] = [
     ("mamba cache mode", {"serving": {"mambaCacheMode": "aligned"}}, ["llm:serving.mambaCacheMode", "align"]),
     (
         "no chunked prefill",
-        {"serving": {"enableChunkedPrefill": False, "maxNumBatchedTokens": 2048, "maxNumSeqs": 1024}},
+        {"serving": {"enableChunkedPrefill": False, "maxNumBatchedTokens": 2048, "maxNumSeqs": 1024, "mambaCacheMode": None}},
         ["llm:serving.maxNumBatchedTokens", "below maxModelLen (2560)"],
     ),
     ("batch below seqs", {"serving": {"maxNumSeqs": 32768}}, ["llm:serving.maxNumBatchedTokens", "below maxNumSeqs (32768)"]),

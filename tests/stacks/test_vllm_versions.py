@@ -144,7 +144,6 @@ def test_a_ttft_objective_above_the_largest_bucket_is_refused() -> None:
     assert settings(observability={"ttftP99Seconds": below}).observability.ttft_p99_seconds == below
 
 
-@pytest.mark.xfail(strict=True, reason="vLLM sets the mamba cache mode to none without prefix caching, and asserts chunked prefill with it")
 @pytest.mark.parametrize("release", [DEFAULT_RELEASE, LATEST])
 def test_a_mamba_cache_mode_needs_prefix_caching_and_chunked_prefill(release: str) -> None:
     image = f"vllm/vllm-openai:v{release}"
