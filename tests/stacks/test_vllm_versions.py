@@ -152,3 +152,14 @@ def test_a_mamba_cache_mode_needs_prefix_caching_and_chunked_prefill(release: st
     no_chunks = refused(serving={"image": image, "enableChunkedPrefill": False, "maxNumBatchedTokens": 8192})
     assert "llm:serving.mambaCacheMode" in no_chunks and "enableChunkedPrefill" in no_chunks
     assert settings(serving={"image": image, "enablePrefixCaching": False, "mambaCacheMode": None, "mambaBlockSize": None})
+
+
+@pytest.mark.xfail(strict=True, reason="0.33.0's --custom-histogram-buckets replaces the TTFT buckets the objective is held to")
+def test_custom_ttft_buckets_set_the_objective_limit() -> None:
+    assert "--custom-histogram-buckets" in facts(LATEST).serve_flags
+    custom = '--custom-histogram-buckets={"time_to_first_token": [0.5, 1, 2, 5, 10, 20]}'
+    message = refused(serving={"image": LATEST_IMAGE, "extraArgs": [custom]})
+    assert "llm:observability.ttftP99Seconds" in message and "30" in message and "20 s" in message
+    wider = '--custom-histogram-buckets={"time_to_first_token": [1, 10, 100, 1000, 5000, 10000]}'
+    stack = settings(serving={"image": LATEST_IMAGE, "extraArgs": [wider]}, observability={"ttftP99Seconds": 3600})
+    assert stack.observability.ttft_p99_seconds == 3600
