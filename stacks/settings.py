@@ -23,7 +23,7 @@ from pydantic.alias_generators import to_camel
 from stacks.cron import CronError, schedule
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of
-from stacks.vllm import TTFT_HISTOGRAM, VllmFacts, facts, supported_releases, tagged_release
+from stacks.vllm import TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
 
 # One A4 node: the only machine this project schedules GPU work on.
 A4_MACHINE_TYPE = "a4-highgpu-8g"
@@ -792,6 +792,12 @@ class ServingProfile(Section):
         """What the image's vLLM release accepts and exports."""
         return facts(self.release)
 
+    @property
+    def ttft_largest_bucket(self) -> float:
+        """The largest finite bucket of vLLM's TTFT histogram: the release's, or --custom-histogram-buckets'."""
+        custom = custom_buckets(self.extra_args).get(TTFT_FAMILY)
+        return max(custom) if custom else self.facts.largest_bucket(TTFT_HISTOGRAM)
+
     @model_validator(mode="after")
     def _release_facts(self) -> ServingProfile:
         release = image_release(self.image, self.vllm_version)
@@ -802,6 +808,13 @@ class ServingProfile(Section):
                 raise ConfigProblem(
                     ("extraArgs", index), arg, f"{name} is not a flag of vllm serve {release} (stacks/data/vllm/{release}.yaml lists them)"
                 )
+        for index, arg in enumerate(self.extra_args):
+            try:
+                custom_buckets((arg,))
+            except ValueError:
+                raise ConfigProblem(
+                    ("extraArgs", index), arg, 'is not a JSON object of bucket lists, e.g. {"time_to_first_token": [1, 10, 100]}'
+                ) from None
         for key, value, choices, what in (
             ("attentionBackend", self.attention_backend, known.attention_backends, "an attention backend"),
             ("mambaCacheMode", self.mamba_cache_mode, known.mamba_cache_modes, "a mamba cache mode"),
@@ -1222,7 +1235,7 @@ class StackSettings(Section):
                 f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
                 f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
             )
-        largest = self.serving.facts.largest_bucket(TTFT_HISTOGRAM)
+        largest = self.serving.ttft_largest_bucket
         if self.observability.ttft_p99_seconds >= largest:
             # histogram_quantile never exceeds the largest finite bucket: the alert could never fire.
             raise ConfigProblem(

@@ -7,6 +7,7 @@ file is not supported: nothing could check the flags the program sends it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +20,9 @@ FACTS = Path(__file__).parent / "data" / "vllm"
 # The release the measured defaults were tuned on (v0.18.1 fixes v0.18.0's FP8 KV-cache bug).
 DEFAULT_RELEASE = "0.18.1"
 TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+# From 0.33.0 this flag replaces a family's buckets; TTFT's family key (vllm/v1/metrics/buckets.py).
+CUSTOM_BUCKETS_FLAG = "--custom-histogram-buckets"
+TTFT_FAMILY = "time_to_first_token"
 # vllm/vllm-openai tags a release v<major>.<minor>.<patch>, optionally with a suffix (e.g. -cu130).
 _RELEASE_TAG = re.compile(r"^v?(?P<release>\d+\.\d+\.\d+)(?:[-+][\w.-]*)?$")
 _TAG = re.compile(r":(?P<tag>[\w][\w.-]*)(?:@sha256:[0-9a-f]{64})?$")
@@ -80,3 +84,18 @@ def tagged_release(image: str) -> str | None:
     tag = _TAG.search(image.split("/")[-1])
     match = _RELEASE_TAG.match(tag["tag"]) if tag else None
     return match["release"] if match else None
+
+
+def custom_buckets(extra_args: tuple[str, ...]) -> dict[str, list[float]]:
+    """Family -> buckets that ``--custom-histogram-buckets=<json>`` among ``extra_args`` sets; raises ``ValueError`` on bad JSON."""
+    for arg in extra_args:
+        name, _, value = arg.partition("=")
+        if name == CUSTOM_BUCKETS_FLAG:
+            table = json.loads(value)
+            if not isinstance(table, dict) or not all(
+                isinstance(bounds, list) and bounds and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+                for bounds in table.values()
+            ):
+                raise ValueError("not a JSON object of bucket lists")
+            return {str(family): [float(b) for b in bounds] for family, bounds in table.items()}
+    return {}

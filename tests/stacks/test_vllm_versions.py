@@ -154,7 +154,6 @@ def test_a_mamba_cache_mode_needs_prefix_caching_and_chunked_prefill(release: st
     assert settings(serving={"image": image, "enablePrefixCaching": False, "mambaCacheMode": None, "mambaBlockSize": None})
 
 
-@pytest.mark.xfail(strict=True, reason="0.33.0's --custom-histogram-buckets replaces the TTFT buckets the objective is held to")
 def test_custom_ttft_buckets_set_the_objective_limit() -> None:
     assert "--custom-histogram-buckets" in facts(LATEST).serve_flags
     custom = '--custom-histogram-buckets={"time_to_first_token": [0.5, 1, 2, 5, 10, 20]}'
@@ -163,3 +162,5 @@ def test_custom_ttft_buckets_set_the_objective_limit() -> None:
     wider = '--custom-histogram-buckets={"time_to_first_token": [1, 10, 100, 1000, 5000, 10000]}'
     stack = settings(serving={"image": LATEST_IMAGE, "extraArgs": [wider]}, observability={"ttftP99Seconds": 3600})
     assert stack.observability.ttft_p99_seconds == 3600
+    malformed = refused(serving={"image": LATEST_IMAGE, "extraArgs": ["--custom-histogram-buckets=[1, 2]"]})
+    assert "llm:serving.extraArgs[0]" in malformed and "JSON object of bucket lists" in malformed
