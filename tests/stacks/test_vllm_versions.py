@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from components.benchmark import client_command
 from components.replicas import engine_args
-from render.promql import PromQLError, check_monitoring
+from render.promql import PromQLError, check_monitoring, stack_queries
 from stacks.plan import plan_stack
 from stacks.problems import StackConfigError
 from stacks.settings import StackSettings
@@ -164,3 +164,10 @@ def test_custom_ttft_buckets_set_the_objective_limit() -> None:
     assert stack.observability.ttft_p99_seconds == 3600
     malformed = refused(serving={"image": LATEST_IMAGE, "extraArgs": ["--custom-histogram-buckets=[1, 2]"]})
     assert "llm:serving.extraArgs[0]" in malformed and "JSON object of bucket lists" in malformed
+
+
+def test_the_dashboard_alerts_and_scaler_read_metrics_the_latest_release_exports() -> None:
+    render = render_with("dev", serving={"image": LATEST_IMAGE}, autoscaling={"enabled": True})
+    assert render.outputs["vllmVersion"] == LATEST
+    assert any(where.startswith("scaler trigger") for where, _ in stack_queries(render))
+    assert check_monitoring(render) >= 20
