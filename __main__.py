@@ -162,6 +162,8 @@ if specs.observability:
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("region", settings.region)
+# The vLLM release the replicas run, whose facts the flags and metric names were checked against.
+pulumi.export("vllmVersion", settings.serving.release)
 pulumi.export("serviceUrl", replicas.url)
 pulumi.export(
     "serving",

@@ -51,7 +51,8 @@ def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Dr
     if profile.mtp_tokens:
         speculative = json.dumps({"method": "mtp", "num_speculative_tokens": profile.mtp_tokens}, separators=(",", ":"))
         args.append(f"--speculative-config={speculative}")
-    if profile.mamba_cache_mode:
+    # From 0.33.0 vLLM ignores --mamba-cache-mode: mamba caching follows prefix caching (docs/vllm.md).
+    if profile.mamba_cache_mode and profile.facts.takes("--mamba-cache-mode"):
         args.append(f"--mamba-cache-mode={profile.mamba_cache_mode}")
     if profile.mamba_block_size:
         args.append(f"--mamba-block-size={profile.mamba_block_size}")

@@ -18,6 +18,7 @@ from google.protobuf import json_format
 
 from render.engine import Render
 from stacks.metrics import series_problem
+from stacks.vllm import DEFAULT_RELEASE
 
 _CHILDREN = ("lhs", "rhs", "expr", "args", "param", "vector_selector")
 
@@ -49,13 +50,13 @@ def metric_names(query: str) -> set[str]:
     return names
 
 
-def problems(query: str) -> list[str]:
-    """What is wrong with a query: it does not parse, or reads a metric nothing exports."""
+def problems(query: str, release: str = DEFAULT_RELEASE) -> list[str]:
+    """What is wrong with a query: it does not parse, or reads a metric nothing exports (vLLM at ``release``)."""
     try:
         names = metric_names(query)
     except PromQLError as error:
         return [str(error)]
-    return [problem for name in sorted(names) if (problem := series_problem(name))]
+    return [problem for name in sorted(names) if (problem := series_problem(name, release))]
 
 
 DASHBOARD_TYPE = "gcp:monitoring/dashboard:Dashboard"
@@ -93,8 +94,12 @@ def dashboard_problem(text: str) -> str | None:
 
 
 def check_monitoring(render: Render) -> int:
-    """Raises ``PromQLError`` naming every broken query or dashboard; returns how many queries were checked."""
-    found = [f"{where}: {problem}" for where, query in stack_queries(render) for problem in problems(query)]
+    """Raises ``PromQLError`` naming every broken query or dashboard; returns how many queries were checked.
+
+    vLLM's metrics are those of the release the stack serves (its ``vllmVersion`` output).
+    """
+    release = str(render.outputs.get("vllmVersion", DEFAULT_RELEASE))
+    found = [f"{where}: {problem}" for where, query in stack_queries(render) for problem in problems(query, release)]
     for board in render.by_type(DASHBOARD_TYPE):
         problem = dashboard_problem(board.inputs["dashboardJson"])
         if problem:

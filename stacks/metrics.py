@@ -11,29 +11,30 @@ from functools import cache
 from pathlib import Path
 
 from stacks.data_files import read_yaml
+from stacks.vllm import DEFAULT_RELEASE, facts
 
 DATA = Path(__file__).parent / "data"
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
 
 
 @cache
-def exported() -> dict[str, str]:
-    """Metric name -> kind (counter, gauge, histogram), from every source."""
-    table: dict[str, str] = {}
-    for source in ("vllm.yaml", "dcgm.yaml", "kube-state.yaml", "epp.yaml"):
+def exported(release: str = DEFAULT_RELEASE) -> dict[str, str]:
+    """Metric name -> kind (counter, gauge, histogram), from every source; vLLM's of ``release``."""
+    table = dict(facts(release).metrics)
+    for source in ("dcgm.yaml", "kube-state.yaml", "epp.yaml"):
         for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
             table[name] = kind
     return table
 
 
-def series_problem(series: str) -> str | None:
-    """Why ``series`` is not a series any source exports, or None when it is."""
-    table = exported()
+def series_problem(series: str, release: str = DEFAULT_RELEASE) -> str | None:
+    """Why ``series`` is not a series any source exports, with vLLM at ``release``, or None when it is."""
+    table = exported(release)
     for name, kind in table.items():
         if series in (name + suffix for suffix in SUFFIXES[kind]):
             return None
     for name, kind in table.items():
         if series.startswith(name):
             return f"{series}: {name} is a {kind}; query {' or '.join(name + s for s in SUFFIXES[kind])}"
-    return f"{series}: no vLLM, DCGM, kube-state or endpoint-picker metric of this name (stacks/data/)"
+    return f"{series}: no vLLM, DCGM, kube-state or endpoint-picker metric of this name (vLLM {release}; stacks/data/)"

@@ -28,6 +28,7 @@ from stacks.gke import GPU_TYPE as GPU_TYPE
 from stacks.gke import GPUS_PER_NODE as GPUS_PER_NODE
 from stacks.maintenance import MIN_AVAILABLE, MIN_STRETCH, ROLLING_PERIOD, least_available
 from stacks.problems import ConfigProblem, one_of, show_value
+from stacks.vllm import TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
 
 # GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
 B200_MIN_VERSION = "1.32.2-gke.1422000"
@@ -118,13 +119,6 @@ MANAGED_FLAGS = {
 _FLAG = re.compile(r"^(--[a-z0-9][a-z0-9-]*|-O)(=.*)?$|^-O[0-9]$")
 # Kubernetes 1.30+ (RelaxedEnvironmentVariableValidation) takes any printable ASCII but '='.
 _ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
-
-
-@cache
-def vllm_facts() -> dict[str, Any]:
-    """vLLM 0.18.1's flags, attention backends, mamba cache modes and metrics (stacks/data/vllm.yaml)."""
-    loaded: dict[str, Any] = read_yaml(Path(__file__).parent / "data" / "vllm.yaml")
-    return loaded
 
 
 @dataclass(frozen=True)
@@ -231,6 +225,31 @@ def _pinned_image(value: str) -> str:
     if reference is None or not (reference["digest"] or (reference["tag"] and reference["tag"] != "latest")):
         raise ConfigProblem((), value, "is not pinned; name a tag such as vllm/vllm-openai:v0.18.1, a sha256 digest, or both")
     return value
+
+
+def image_release(image: str, version: str | None) -> str:
+    """The vLLM release ``image`` runs: its tag's, else the version setting; refused without facts of it.
+
+    Raised problems name ``image`` or ``vllmVersion`` relative to the section.
+    """
+    tagged = tagged_release(image)
+    supported = ", ".join(supported_releases())
+    if tagged is not None and version is not None and version != tagged:
+        raise ConfigProblem(("vllmVersion",), version, f"contradicts the image's tag (v{tagged}); remove it or fix the tag")
+    release = tagged or version
+    if release is None:
+        raise ConfigProblem(
+            ("vllmVersion",),
+            None,
+            f"is required: the image's tag names no vLLM release ({image}); set the release it runs, one of: {supported}",
+        )
+    if release not in supported_releases():
+        key = "image" if tagged else "vllmVersion"
+        shown = image if tagged else release
+        raise ConfigProblem(
+            (key,), shown, f"runs vLLM {release}, which has no vendored facts to check flags and metrics against; use one of: {supported}"
+        )
+    return release
 
 
 def _quantity(value: str) -> str:
@@ -689,6 +708,8 @@ class ServingProfile(Section):
 
     image: str = "vllm/vllm-openai:v0.18.1"
     """vLLM image, pinned by tag or digest. v0.18.1 fixes v0.18.0's FP8 KV-cache accuracy bug."""
+    vllm_version: str | None = None
+    """vLLM release the image runs (e.g. 0.33.0) when its tag names none (a digest alone); flags and metrics follow it."""
     port: int = Field(default=8000, ge=1024, le=65535)
     """HTTP port of the OpenAI-compatible server, its probes, metrics and Service."""
     data_parallel_size: int = GPUS_PER_NODE
@@ -753,7 +774,6 @@ class ServingProfile(Section):
     @field_validator("extra_args")
     @classmethod
     def _flags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        known = set(vllm_facts()["serveFlags"])
         for index, arg in enumerate(value):
             if not _FLAG.match(arg):
                 raise ConfigProblem((index,), arg, "is not a flag in the form --name=value (or --name for a switch)")
@@ -761,8 +781,6 @@ class ServingProfile(Section):
             plain = name.replace("--no-", "--", 1)
             if plain in MANAGED_FLAGS:
                 raise ConfigProblem((index,), arg, f"is set by the program; use {MANAGED_FLAGS[plain]} instead")
-            if name not in known:
-                raise ConfigProblem((index,), arg, f"{name} is not a flag of vllm serve 0.18.1 (stacks/data/vllm.yaml lists them)")
         return value
 
     @field_validator("env")
@@ -780,21 +798,47 @@ class ServingProfile(Section):
                 )
         return value
 
-    @field_validator("attention_backend")
-    @classmethod
-    def _attention_backend(cls, value: str | None) -> str | None:
-        choices = vllm_facts()["attentionBackends"]
-        if value is not None and value not in choices:
-            raise ConfigProblem((), value, f"is not an attention backend of vLLM 0.18.1; {one_of(choices)}")
-        return value
+    @property
+    def release(self) -> str:
+        """The vLLM release the image runs (validated: it has facts)."""
+        return image_release(self.image, self.vllm_version)
 
-    @field_validator("mamba_cache_mode")
-    @classmethod
-    def _mamba_cache_mode(cls, value: str | None) -> str | None:
-        choices = vllm_facts()["mambaCacheModes"]
-        if value is not None and value not in choices:
-            raise ConfigProblem((), value, f"is not a mamba cache mode of vLLM 0.18.1; {one_of(choices)}")
-        return value
+    @property
+    def facts(self) -> VllmFacts:
+        """What the image's vLLM release accepts and exports."""
+        return facts(self.release)
+
+    @property
+    def ttft_largest_bucket(self) -> float:
+        """The largest finite bucket of vLLM's TTFT histogram: the release's, or --custom-histogram-buckets'."""
+        custom = custom_buckets(self.extra_args).get(TTFT_FAMILY)
+        return max(custom) if custom else self.facts.largest_bucket(TTFT_HISTOGRAM)
+
+    @model_validator(mode="after")
+    def _release_facts(self) -> ServingProfile:
+        release = image_release(self.image, self.vllm_version)
+        known = facts(release)
+        for index, arg in enumerate(self.extra_args):
+            name = "-O" if arg.startswith("-O") else arg.split("=", 1)[0]
+            if name not in known.serve_flags:
+                raise ConfigProblem(
+                    ("extraArgs", index), arg, f"{name} is not a flag of vllm serve {release} (stacks/data/vllm/{release}.yaml lists them)"
+                )
+        for index, arg in enumerate(self.extra_args):
+            try:
+                custom_buckets((arg,))
+            except ValueError:
+                raise ConfigProblem(
+                    ("extraArgs", index), arg, 'is not a JSON object of bucket lists, e.g. {"time_to_first_token": [1, 10, 100]}'
+                ) from None
+        for key, value, choices, what in (
+            ("attentionBackend", self.attention_backend, known.attention_backends, "an attention backend"),
+            ("mambaCacheMode", self.mamba_cache_mode, known.mamba_cache_modes, "a mamba cache mode"),
+            ("kvCacheDtype", self.kv_cache_dtype, known.kv_cache_dtypes, "a KV-cache dtype"),
+        ):
+            if value is not None and value not in choices:
+                raise ConfigProblem((key,), value, f"is not {what} of vLLM {release}; {one_of(choices)}")
+        return self
 
     @field_validator("cpu")
     @classmethod
@@ -809,6 +853,21 @@ class ServingProfile(Section):
         if quantity(value) > A4_POD_MEMORY:
             raise ConfigProblem((), value, f"is more memory than an A4 node gives a pod ({A4_POD_MEMORY / 2**30:.0f}Gi of its 3968Gi)")
         return value
+
+    @model_validator(mode="after")
+    def _mamba_caching(self) -> ServingProfile:
+        # vLLM 0.18.1 and 0.33.0 set the mode to none without prefix caching, and assert chunked prefill
+        # with it (vllm/model_executor/models/config.py, MambaModelConfig; docs/vllm.md).
+        if self.mamba_cache_mode not in (None, "none"):
+            for key, on in (("enablePrefixCaching", self.enable_prefix_caching), ("enableChunkedPrefill", self.enable_chunked_prefill)):
+                if not on:
+                    raise ConfigProblem(
+                        ("mambaCacheMode",),
+                        self.mamba_cache_mode,
+                        f"needs {key}: true (vLLM turns the mode off without prefix caching and refuses it without chunked "
+                        "prefill); turn it on, or unset mambaCacheMode and mambaBlockSize",
+                    )
+        return self
 
     @model_validator(mode="after")
     def _batches(self) -> ServingProfile:
@@ -923,6 +982,18 @@ class BenchmarkSettings(Section):
     """The dedicated CPU node the clients run on."""
     image: str = "vllm/vllm-openai:v0.18.1"
     """Image with `vllm bench serve`."""
+    vllm_version: str | None = None
+    """vLLM release the benchmark image runs when its tag names none; the clients' flags follow it."""
+
+    @property
+    def release(self) -> str:
+        """The vLLM release of the benchmark image (validated: it has facts)."""
+        return image_release(self.image, self.vllm_version)
+
+    @model_validator(mode="after")
+    def _release_facts(self) -> BenchmarkSettings:
+        image_release(self.image, self.vllm_version)
+        return self
 
     @field_validator("image")
     @classmethod
@@ -1198,6 +1269,15 @@ class StackSettings(Section):
                 self.serving.max_model_len,
                 f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
                 f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
+            )
+        largest = self.serving.ttft_largest_bucket
+        if self.observability.ttft_p99_seconds >= largest:
+            # histogram_quantile never exceeds the largest finite bucket: the alert could never fire.
+            raise ConfigProblem(
+                ("observability", "ttftP99Seconds"),
+                self.observability.ttft_p99_seconds,
+                f"is not below the largest bucket of {TTFT_HISTOGRAM} in vLLM {self.serving.release} ({largest:g} s), so the alert "
+                "could never fire; the objective is in seconds (e.g. 30, not 30000 ms)",
             )
         if self.gateway.exposure == "external" and not self.allow_public_exposure:
             raise ConfigProblem(

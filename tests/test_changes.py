@@ -26,7 +26,7 @@ CHANGES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
     ("node count", {"nodes": 4}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT}),
     # Scaled to zero, the stack registers no alert policy (and its dashboard stays).
     ("scale to zero", {"nodes": 0}, {("kubernetes:apps/v1:Deployment", "vllm"), THROUGHPUT_ALERT, *ALERTS}),
-    ("engine image", {"serving": {"image": "vllm/vllm-openai:v0.18.2"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
+    ("engine image", {"serving": {"image": "vllm/vllm-openai:v0.33.0"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     ("capacity mode", {"capacity": {"mode": "flex-start"}}, {("kubernetes:apps/v1:Deployment", "vllm")}),
     # The replicas alert waits a cold start without progress before it opens.
     (

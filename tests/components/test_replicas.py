@@ -7,7 +7,8 @@ from typing import Any
 from components.replicas import engine_args
 from render.engine import Render, Secret, render_stack
 from stacks.plan import selector_labels
-from stacks.settings import ServingProfile, vllm_facts
+from stacks.settings import ServingProfile
+from stacks.vllm import DEFAULT_RELEASE, facts
 from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).
@@ -62,10 +63,10 @@ def test_profile_changes_reach_the_command_line() -> None:
 def test_the_image_is_pinned_and_overridable() -> None:
     registry = "europe-west4-docker.pkg.dev/llm-serving-dev/docker-hub"
     assert container(rendered("dev"))["image"] == f"{registry}/vllm/vllm-openai:v0.18.1"
-    changed = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"})
-    assert container(changed)["image"] == f"{registry}/vllm/vllm-openai:v0.18.2"
-    direct = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"}, registry={"enabled": False})
-    assert container(direct)["image"] == "vllm/vllm-openai:v0.18.2"
+    changed = render_with("dev", serving={"image": "vllm/vllm-openai:v0.33.0"})
+    assert container(changed)["image"] == f"{registry}/vllm/vllm-openai:v0.33.0"
+    direct = render_with("dev", serving={"image": "vllm/vllm-openai:v0.33.0"}, registry={"enabled": False})
+    assert container(direct)["image"] == "vllm/vllm-openai:v0.33.0"
 
 
 def test_prod_runs_twelve_replicas_on_the_reservation() -> None:
@@ -142,9 +143,11 @@ def test_without_an_api_key_no_secret_is_created() -> None:
 
 def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     # vLLM 0.18.1 turns both on by default: leaving the flag out would keep them on.
-    profile = ServingProfile(enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024)
+    profile = ServingProfile(
+        enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024, mamba_cache_mode=None
+    )
     args = engine_args(profile, "m", "m")
     assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
-    known = set(vllm_facts()["serveFlags"])
+    known = facts(DEFAULT_RELEASE).serve_flags
     assert {"--no-enable-prefix-caching", "--no-enable-chunked-prefill"} <= known

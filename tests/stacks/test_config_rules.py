@@ -13,7 +13,8 @@ from render.files import write
 from render.validation import validate_render
 from stacks.plan import plan_stack
 from stacks.problems import StackConfigError
-from stacks.settings import MANAGED_FLAGS, StackSettings, vllm_facts
+from stacks.settings import MANAGED_FLAGS, StackSettings
+from stacks.vllm import DEFAULT_RELEASE, facts
 from tests.conftest import render_with, stack_file_config
 
 
@@ -47,7 +48,7 @@ REFUSED: list[tuple[str, dict[str, Any], list[str]]] = [
     ("mamba cache mode", {"serving": {"mambaCacheMode": "aligned"}}, ["llm:serving.mambaCacheMode", "align"]),
     (
         "no chunked prefill",
-        {"serving": {"enableChunkedPrefill": False, "maxNumBatchedTokens": 2048, "maxNumSeqs": 1024}},
+        {"serving": {"enableChunkedPrefill": False, "maxNumBatchedTokens": 2048, "maxNumSeqs": 1024, "mambaCacheMode": None}},
         ["llm:serving.maxNumBatchedTokens", "below maxModelLen (2560)"],
     ),
     ("batch below seqs", {"serving": {"maxNumSeqs": 32768}}, ["llm:serving.maxNumBatchedTokens", "below maxNumSeqs (32768)"]),
@@ -111,13 +112,13 @@ def test_every_flag_the_program_sets_is_a_managed_vllm_flag() -> None:
     spec = plan_stack(settings, "dev").replicas
     flags = {arg.split("=", 1)[0] if not arg.startswith("-O") else "-O" for arg in engine_args(settings.serving, "m", "m", spec.drain)[3:]}
     assert flags <= set(MANAGED_FLAGS)
-    assert set(MANAGED_FLAGS) <= set(vllm_facts()["serveFlags"])
+    assert set(MANAGED_FLAGS) <= facts(DEFAULT_RELEASE).serve_flags
 
 
 def test_the_vllm_facts_hold_what_the_defaults_use() -> None:
-    facts = vllm_facts()
-    assert "FLASHINFER" in facts["attentionBackends"] and facts["mambaCacheModes"] == ["all", "align", "none"]
-    assert {"vllm:num_requests_waiting gauge", "vllm:num_requests_running gauge"} <= set(facts["metrics"])
+    measured = facts(DEFAULT_RELEASE)
+    assert "FLASHINFER" in measured.attention_backends and measured.mamba_cache_modes == ("all", "align", "none")
+    assert {"vllm:num_requests_waiting", "vllm:num_requests_running"} <= set(measured.metrics)
 
 
 # --- stack files ---------------------------------------------------------------------------------

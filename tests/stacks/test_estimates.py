@@ -81,7 +81,7 @@ def test_an_unknown_price_says_how_to_set_one() -> None:
 
 
 def test_changing_the_image_keeps_the_reference_figure() -> None:
-    render = render_with("dev", serving={"image": "vllm/vllm-openai:v0.18.2"})
+    render = render_with("dev", serving={"image": "vllm/vllm-openai:v0.33.0"})
     assert reveal(render.outputs)["estimates"]["tokensPerSecond"] == 95_317
 
 

@@ -216,7 +216,7 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
     ("1.32", {"cluster": {"deletionProtection": False, "version": "1.32"}}),
     ("channel by project number", {"observability": {"notificationChannels": ["projects/123456789012/notificationChannels/4567"]}}),
     ("image by tag and digest", {"serving": {"image": f"vllm/vllm-openai:v0.18.1@{DIGEST}"}}),
-    ("latest, pinned by digest", {"benchmark": {"image": f"vllm/vllm-openai:latest@{DIGEST}"}}),
+    ("latest, pinned by digest", {"benchmark": {"image": f"vllm/vllm-openai:latest@{DIGEST}", "vllmVersion": "0.18.1"}}),
     ("cron names, steps and ?", nightly(start="*/30 22 ? * MON-fri", end="0 6 * jan-dec tue-sat")),
     ("an IANA zone", nightly(timezone="Europe/Amsterdam")),
     ("namespace keda without autoscaling", {"cluster": {"deletionProtection": False, "namespace": "keda"}}),
