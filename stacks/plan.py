@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from stacks import gke
-from stacks.estimates import Estimate, estimate
+from stacks.cold_start import expected
+from stacks.estimates import Estimate, estimate, price_per_node_hour
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
@@ -354,6 +355,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
     figures = estimate(settings, scaled_to_zero=scaled_to_zero)
+    image = pulled_from(settings.serving.image, settings)
+    figures = replace(figures, cold_start=expected(settings, image_ref=image, price_per_node_hour=price_per_node_hour(settings.capacity)))
     serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     cache: CacheSpec | None = None
@@ -391,7 +394,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
-        image=pulled_from(settings.serving.image, settings),
+        image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
         profile=settings.serving,

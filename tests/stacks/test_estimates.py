@@ -102,7 +102,6 @@ def test_the_estimates_say_scaled_to_zero_exactly_when_the_plan_does(values: dic
     assert (figures.tokens_per_second == 0) == plan.scaled_to_zero
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the estimates show no cold start and no cost of a wake")
 @pytest.mark.parametrize(("stack", "replicas", "price"), [("dev", 1, 32.61), ("prod", 12, 88.93)])
 def test_the_estimates_show_a_wakes_cold_start_phase_by_phase_and_what_it_costs(stack: str, replicas: int, price: float) -> None:
     cold_start = reveal(rendered(stack).outputs)["estimates"]["coldStart"]
