@@ -1,0 +1,51 @@
+"""The compile cache: vLLM's torch.compile artifacts shared by every replica and every wake, through Cloud Storage FUSE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import rendered
+
+GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
+
+
+def pod(stack: str) -> dict[str, Any]:
+    template: dict[str, Any] = rendered(stack).one("kubernetes:apps/v1:Deployment", "vllm").inputs["spec"]["template"]
+    return template
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22: every replica compiles from scratch on every wake; nothing is shared")
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_replicas_read_and_write_vllms_compile_cache_in_one_bucket_with_their_own_identity(stack: str) -> None:
+    render, template = rendered(stack), pod(stack)
+    spec = template["spec"]
+    # GKE injects the Cloud Storage FUSE sidecar only into pods that ask for it.
+    assert template["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+    volume = next(v for v in spec["volumes"] if v.get("csi", {}).get("driver") == GCSFUSE_DRIVER)
+    bucket = render.one("gcp:storage/bucket:Bucket")
+    assert volume["csi"]["volumeAttributes"]["bucketName"] == bucket.inputs["name"]
+    assert bucket.inputs["location"] == render.one("pulumi:providers:gcp").inputs["region"].upper()
+    assert bucket.inputs["uniformBucketLevelAccess"] is True
+    container = spec["containers"][0]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == volume["name"])
+    # vLLM keys the cache directory itself under VLLM_CACHE_ROOT (vllm/compilation/backends.py).
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["VLLM_CACHE_ROOT"] == mount["mountPath"] and not mount.get("readOnly")
+    # The pod's Kubernetes identity is a Google account that may write objects in that bucket and no other.
+    account = render.one("kubernetes:core/v1:ServiceAccount", spec["serviceAccountName"]).inputs
+    email = account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
+    grant = render.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
+    assert (grant["bucket"], grant["role"], grant["member"]) == (
+        bucket.inputs["name"],
+        "roles/storage.objectUser",
+        f"serviceAccount:{email}",
+    )
+    namespace = account["metadata"]["namespace"]
+    binding = next(
+        r.inputs
+        for r in render.by_type("gcp:serviceaccount/iAMMember:IAMMember")
+        if r.inputs["role"] == "roles/iam.workloadIdentityUser" and f"[{namespace}/{spec['serviceAccountName']}]" in r.inputs["member"]
+    )
+    assert binding["serviceAccountId"].endswith(email)
