@@ -208,6 +208,44 @@ class CacheSpec:
         return CacheMount(self.names.reader, CACHE_FOLDER, f"{CACHE_FOLDER}/{self.key}")
 
 
+# Where replicas mount the compile cache; vLLM keys its entries below it (docs/cold-start.md).
+COMPILE_CACHE_FOLDER = "/compile-cache"
+
+
+@dataclass(frozen=True)
+class CompileCacheMount:
+    """How a replica reaches the shared compile cache: a bucket through Cloud Storage FUSE, as its own identity."""
+
+    bucket: str
+    folder: str
+    service_account: str
+
+
+@dataclass(frozen=True)
+class CompileCacheSpec:
+    project: str
+    region: str
+    namespace: str
+    labels: dict[str, str]
+    # The Google account the replicas' Kubernetes service account acts as (Workload Identity).
+    account_id: str
+    mount: CompileCacheMount
+
+
+def compile_cache_enabled(profile: ServingProfile) -> bool:
+    """Off when the engine's own switch is: vLLM 0.18.1 reads ``bool(int(VLLM_DISABLE_COMPILE_CACHE))`` (vllm/envs.py)."""
+    value = profile.env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
+    return not (value.lstrip("-").isdigit() and int(value) != 0)
+
+
+def compile_cache_bucket(project: str, cluster: str) -> str:
+    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters."""
+    name = f"{project}-{cluster}-compile-cache"
+    if len(name) <= 63:
+        return name
+    return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
+
+
 @dataclass(frozen=True)
 class CapacitySpec:
     project: str
@@ -260,6 +298,7 @@ class ReplicasSpec:
     scheduling: Scheduling
     drain: Drain
     cache: CacheMount | None
+    compile_cache: CompileCacheMount | None = None
 
     @property
     def url(self) -> str:
@@ -342,6 +381,7 @@ class StackPlan:
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
+    compile_cache: CompileCacheSpec | None
     gateway: GatewaySpec | None
     benchmark: BenchmarkSpec | None
     autoscaling: AutoscalingSpec | None
@@ -373,6 +413,18 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             pulled_from(settings.cache.download_image, settings),
             protect=settings.production,
         )
+    compile_cache = (
+        CompileCacheSpec(
+            project=settings.project,
+            region=settings.region,
+            namespace=namespace,
+            labels=labels,
+            account_id=f"{settings.cluster.name}-compile"[:30].rstrip("-"),
+            mount=CompileCacheMount(compile_cache_bucket(settings.project, settings.cluster.name), COMPILE_CACHE_FOLDER, REPLICAS),
+        )
+        if compile_cache_enabled(settings.serving)
+        else None
+    )
     autoscaling = (
         AutoscalingSpec(
             project=settings.project,
@@ -402,6 +454,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         scheduling=placement,
         drain=drain(settings.drain, placement),
         cache=cache.mount if cache else None,
+        compile_cache=compile_cache.mount if compile_cache else None,
     )
     gateway = (
         GatewaySpec(
@@ -439,6 +492,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
         replicas=replicas,
         cache=cache,
+        compile_cache=compile_cache,
         gateway=gateway,
         benchmark=benchmark,
         autoscaling=autoscaling,

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import rendered
+from stacks.plan import compile_cache_bucket, compile_cache_enabled
+from stacks.settings import ServingProfile
+from tests.conftest import render_with, rendered
 
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 
@@ -16,7 +18,6 @@ def pod(stack: str) -> dict[str, Any]:
     return template
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: every replica compiles from scratch on every wake; nothing is shared")
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_replicas_read_and_write_vllms_compile_cache_in_one_bucket_with_their_own_identity(stack: str) -> None:
     render, template = rendered(stack), pod(stack)
@@ -49,3 +50,30 @@ def test_replicas_read_and_write_vllms_compile_cache_in_one_bucket_with_their_ow
         if r.inputs["role"] == "roles/iam.workloadIdentityUser" and f"[{namespace}/{spec['serviceAccountName']}]" in r.inputs["member"]
     )
     assert binding["serviceAccountId"].endswith(email)
+
+
+def test_the_replicas_start_only_once_their_identity_may_use_the_bucket() -> None:
+    render = rendered("dev")
+    deployment = render.one("kubernetes:apps/v1:Deployment", "vllm")
+    for kind in ("kubernetes:core/v1:ServiceAccount", "gcp:storage/bucketIAMMember:BucketIAMMember"):
+        earlier = next(r for r in render.by_type(kind) if "llm:serving:CompileCache$" in r.urn)
+        assert render.depends_on(deployment, earlier), kind
+
+
+def test_vllms_own_switch_turns_the_shared_cache_off() -> None:
+    render = render_with("dev", serving={"env": {"VLLM_DISABLE_COMPILE_CACHE": "1"}})
+    assert not render.by_type("gcp:storage/bucket:Bucket")
+    spec = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in spec
+    assert not any("csi" in volume for volume in spec["volumes"])
+    # "0" is vLLM's default, not a switch.
+    assert compile_cache_enabled(ServingProfile(env={"VLLM_DISABLE_COMPILE_CACHE": "0"}))
+
+
+@pytest.mark.parametrize(
+    ("project", "cluster"), [("llm-serving-dev", "llm-serving"), ("a-thirty-character-project-id0", "a-long-cluster-name-for-tests")]
+)
+def test_the_bucket_name_is_the_project_and_cluster_and_fits_gcs_limits(project: str, cluster: str) -> None:
+    name = compile_cache_bucket(project, cluster)
+    assert 3 <= len(name) <= 63 and name.startswith(project)
+    assert compile_cache_bucket(project, cluster + "-2") != name
