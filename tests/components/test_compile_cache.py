@@ -77,3 +77,13 @@ def test_the_bucket_name_is_the_project_and_cluster_and_fits_gcs_limits(project:
     name = compile_cache_bucket(project, cluster)
     assert 3 <= len(name) <= 63 and name.startswith(project)
     assert compile_cache_bucket(project, cluster + "-2") != name
+
+
+@pytest.mark.xfail(strict=True, reason="two replicas compiling at once: the second to close a cache file gets ESTALE and its engine fails")
+def test_replicas_that_compile_at_once_both_keep_their_write_of_the_same_entry() -> None:
+    volume = next(v for v in pod("dev")["spec"]["volumes"] if v.get("csi", {}).get("driver") == GCSFUSE_DRIVER)
+    options = volume["csi"]["volumeAttributes"]["mountOptions"].split(",")
+    # gcsfuse refuses a close whose object another mount changed since (docs/semantics.md, Concurrency);
+    # vLLM writes vllm_compile_cache.py without catching that (vllm/compilation/backends.py save_to_file).
+    # Both writers hold the same entry (vLLM's key covers config, code and torch), so the last may win.
+    assert "precondition-errors=false" in options
