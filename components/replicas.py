@@ -107,7 +107,9 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
                 "name": "compile-cache",
                 "csi": {
                     "driver": GCSFUSE_DRIVER,
-                    "volumeAttributes": {"bucketName": compile_cache.bucket, "mountOptions": "implicit-dirs"},
+                    # Replicas compiling at once write the same entries (vLLM's key covers config, code
+                    # and torch): the last close may win instead of failing the engine (docs/cold-start.md).
+                    "volumeAttributes": {"bucketName": compile_cache.bucket, "mountOptions": "implicit-dirs,precondition-errors=false"},
                 },
             }
         )

@@ -79,7 +79,6 @@ def test_the_bucket_name_is_the_project_and_cluster_and_fits_gcs_limits(project:
     assert compile_cache_bucket(project, cluster + "-2") != name
 
 
-@pytest.mark.xfail(strict=True, reason="two replicas compiling at once: the second to close a cache file gets ESTALE and its engine fails")
 def test_replicas_that_compile_at_once_both_keep_their_write_of_the_same_entry() -> None:
     volume = next(v for v in pod("dev")["spec"]["volumes"] if v.get("csi", {}).get("driver") == GCSFUSE_DRIVER)
     options = volume["csi"]["volumeAttributes"]["mountOptions"].split(",")
