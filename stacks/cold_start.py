@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stacks.settings import CacheSettings, StackSettings
+from stacks.settings import CacheSettings, ServingProfile, StackSettings
 
 # Reference write-up (docs/reference.md): 5-6 min for Autopilot to provision an A4 node.
 NODE_PROVISIONING_SECONDS = 5.5 * 60
@@ -46,6 +46,12 @@ class Figure:
 
     def as_output(self) -> dict[str, object]:
         return {"seconds": None if self.seconds is None else round(self.seconds), "source": self.source}
+
+
+def compile_cache_enabled(profile: ServingProfile) -> bool:
+    """Off when the engine's own switch is: vLLM 0.18.1 reads ``bool(int(VLLM_DISABLE_COMPILE_CACHE))`` (vllm/envs.py)."""
+    value = profile.env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
+    return not (value.lstrip("-").isdigit() and int(value) != 0)
 
 
 def image_streamed(image_ref: str, region: str) -> bool:
@@ -190,7 +196,9 @@ def expected(settings: StackSettings, *, image_ref: str, price_per_node_hour: fl
         image=image(settings, image_ref),
         weights=weights(settings.cache, replicas),
         compile_cold=Figure(COMPILE_COLD_SECONDS, COMPILE_COLD_SOURCE),
-        compile_warm=Figure(COMPILE_WARM_SECONDS, COMPILE_WARM_SOURCE),
+        compile_warm=Figure(COMPILE_WARM_SECONDS, COMPILE_WARM_SOURCE)
+        if compile_cache_enabled(settings.serving)
+        else Figure(COMPILE_COLD_SECONDS, "the compile cache is off (VLLM_DISABLE_COMPILE_CACHE): every wake compiles"),
         price_per_node_hour=price_per_node_hour,
         sizing=sizing(settings.cache, replicas, price_per_node_hour),
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from stacks import gke
-from stacks.cold_start import expected
+from stacks.cold_start import compile_cache_enabled, expected
 from stacks.estimates import Estimate, estimate, price_per_node_hour
 from stacks.settings import (
     GPU_TYPE,
@@ -230,12 +230,6 @@ class CompileCacheSpec:
     # The Google account the replicas' Kubernetes service account acts as (Workload Identity).
     account_id: str
     mount: CompileCacheMount
-
-
-def compile_cache_enabled(profile: ServingProfile) -> bool:
-    """Off when the engine's own switch is: vLLM 0.18.1 reads ``bool(int(VLLM_DISABLE_COMPILE_CACHE))`` (vllm/envs.py)."""
-    value = profile.env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
-    return not (value.lstrip("-").isdigit() and int(value) != 0)
 
 
 def compile_cache_bucket(project: str, cluster: str) -> str:

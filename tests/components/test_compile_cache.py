@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from stacks.plan import compile_cache_bucket, compile_cache_enabled
+from stacks.cold_start import compile_cache_enabled
+from stacks.plan import compile_cache_bucket
 from stacks.settings import ServingProfile
 from tests.conftest import render_with, rendered
 

@@ -101,3 +101,8 @@ def test_a_cache_too_slow_for_the_wake_shows_the_throughput_that_fits_and_its_tr
     assert twelve.weights.seconds is not None and sizing.weights.seconds is not None
     saved = twelve.weights.seconds - sizing.weights.seconds
     assert sizing.saves_per_wake == pytest.approx(12 * 88.93 * saved / 3600, abs=0.01)
+
+
+def test_with_the_compile_cache_off_every_wake_compiles() -> None:
+    cold_start = wake(serving={"env": {"VLLM_DISABLE_COMPILE_CACHE": "1"}})
+    assert cold_start.seconds(warm=True) == cold_start.seconds(warm=False)
