@@ -200,6 +200,33 @@ def read_log(breakdown: Breakdown, lines: Iterable[str]) -> None:
     breakdown.compile_cache_hit = True if hit else (False if compiled else None)
 
 
+# Each measured phase against the expected one (stacks/cold_start.py, estimates' `coldStart.phases`);
+# vLLM's startup after the weights is one expected figure, by whether the compile cache was hit.
+EXPECTED_PHASE = {
+    "node provisioned": "nodeProvisioning",
+    "image pulled or streamed": "image",
+    "weights loaded": "weights",
+}
+COMPILE_PHASES = ("compile and CUDA graph capture", "ready")
+
+
+def against_expected(breakdown: Breakdown, cold_start: Mapping[str, Any]) -> list[tuple[str, float | None, float | None]]:
+    """(phase, measured seconds, expected seconds) from the estimates' ``coldStart`` output."""
+    expected = cold_start.get("phases") or {}
+
+    def seconds(key: str) -> float | None:
+        value = (expected.get(key) or {}).get("seconds")
+        return None if value is None else float(value)
+
+    measured = dict(breakdown.phases())
+    rows = [(name, measured[name], seconds(key)) for name, key in EXPECTED_PHASE.items()]
+    startup = [measured[name] for name in COMPILE_PHASES]
+    compile_key = "compileWarmCache" if breakdown.compile_cache_hit else "compileColdCache"
+    total = None if any(value is None for value in startup) else sum(value or 0.0 for value in startup)
+    rows.append(("compile, CUDA graphs and ready", total, seconds(compile_key)))
+    return rows
+
+
 def measure(events: Mapping[str, Any], log_lines: Iterable[str], *, pod: str | None = None, prefix: str = "vllm") -> Breakdown:
     """The cold start of ``pod`` (default: the ``prefix-...`` pod that started last)."""
     breakdown = Breakdown(pod or last_started_pod(events, prefix))

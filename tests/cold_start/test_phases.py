@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from cold_start.__main__ import main
-from cold_start.phases import MeasureError, go_duration, measure
+from cold_start.phases import MeasureError, against_expected, go_duration, measure
+from render.engine import reveal
 from tests.cold_start import samples
+from tests.conftest import rendered
 
 
 def at(text: str, stamp: str) -> datetime:
@@ -118,3 +120,21 @@ def test_the_command_prints_the_breakdown_from_saved_kubectl_output(tmp_path: Pa
     assert output["pod"] == samples.POD and output["imageStreamed"] is True
     assert main(["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log"), "--pod", "vllm-none"]) == 2
     assert "no event of pod vllm-none" in capsys.readouterr().err
+
+
+def test_a_measured_wake_reads_against_the_stacks_own_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    estimates = reveal(rendered("dev").outputs)["estimates"]
+    phases = estimates["coldStart"]["phases"]
+    cold = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    warm = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
+    cold_rows = {name: (measured, expected) for name, measured, expected in against_expected(cold, estimates["coldStart"])}
+    assert cold_rows["node provisioned"] == (dict(cold.phases())["node provisioned"], phases["nodeProvisioning"]["seconds"])
+    assert cold_rows["compile, CUDA graphs and ready"][1] == phases["compileColdCache"]["seconds"]
+    warm_rows = {name: expected for name, _, expected in against_expected(warm, estimates["coldStart"])}
+    assert warm_rows["compile, CUDA graphs and ready"] == phases["compileWarmCache"]["seconds"]
+    (tmp_path / "events.json").write_text(json.dumps(samples.events_list(samples.wake_events())))
+    (tmp_path / "vllm.log").write_text(samples.COLD_LOG)
+    (tmp_path / "estimates.json").write_text(json.dumps(estimates))
+    files = ["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log")]
+    assert main([*files, "--estimates", str(tmp_path / "estimates.json")]) == 0
+    assert "against the estimate of a wake to 1 replica(s):" in capsys.readouterr().out
