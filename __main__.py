@@ -8,6 +8,7 @@ from components.autoscaling import Autoscaling
 from components.benchmark import Benchmark
 from components.capacity import Capacity
 from components.cluster import Cluster
+from components.compile_cache import CompileCache
 from components.credentials import Credentials
 from components.gateway import InferenceGateway
 from components.model_cache import ModelCache
@@ -39,6 +40,7 @@ apis = ProjectApis(
             Cluster,
             Capacity,
             *([ModelCache] if specs.cache else []),
+            *([CompileCache] if specs.compile_cache else []),
             *([ImageRegistry] if settings.registry.enabled else []),
             *([Autoscaling] if specs.autoscaling else []),
             *([ProxySubnet, InferenceGateway] if specs.gateway else []),
@@ -103,13 +105,24 @@ cache = (
     if specs.cache
     else None
 )
+compile_cache = (
+    CompileCache(
+        "compile-cache",
+        specs.compile_cache,
+        kubernetes=cluster.provider,
+        # Google resources first need their APIs; the service account, the namespace.
+        opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis, cluster.namespace])),
+    )
+    if specs.compile_cache
+    else None
+)
 replicas = Replicas(
     "replicas",
     specs.replicas,
     hf_token=credentials.hf_token,
     api_key=credentials.api_key,
     kubernetes=cluster.provider,
-    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, credentials) if r])),
+    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, compile_cache, credentials) if r])),
 )
 
 if specs.autoscaling:

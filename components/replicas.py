@@ -24,6 +24,9 @@ METRICS_PATH = "/metrics"
 SHM_SIZE = "64Gi"
 # Without a cache the weights land here (Hugging Face's default cache).
 DOWNLOAD_DIR = "/root/.cache/huggingface"
+# GKE's Cloud Storage FUSE CSI driver; its webhook adds the FUSE sidecar to pods annotated for it.
+GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 
 
 def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
@@ -95,6 +98,24 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         mounts.append({"name": "downloads", "mountPath": DOWNLOAD_DIR})
         if hf_token is not None:
             env.append(hf_token.env("HF_TOKEN"))
+    annotations: dict[str, str] = {}
+    if spec.compile_cache is not None:
+        compile_cache = spec.compile_cache
+        # vLLM keys each entry below this root by its config, code and torch (vllm/compilation/backends.py).
+        env.append({"name": "VLLM_CACHE_ROOT", "value": compile_cache.folder})
+        volumes.append(
+            {
+                "name": "compile-cache",
+                "csi": {
+                    "driver": GCSFUSE_DRIVER,
+                    # Replicas compiling at once write the same entries (vLLM's key covers config, code
+                    # and torch): the last close may win instead of failing the engine (docs/cold-start.md).
+                    "volumeAttributes": {"bucketName": compile_cache.bucket, "mountOptions": "implicit-dirs,precondition-errors=false"},
+                },
+            }
+        )
+        mounts.append({"name": "compile-cache", "mountPath": compile_cache.folder})
+        annotations[GCSFUSE_ANNOTATION] = "true"
     container: dict[str, Any] = {
         "name": spec.name,
         "image": spec.image,
@@ -121,8 +142,13 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     }
     if spec.scheduling.tolerations:
         pod["tolerations"] = spec.scheduling.tolerations
-    # Only the selector labels: any other change to the template restarts every GPU replica.
-    return {"metadata": {"labels": dict(spec.selector)}, "spec": pod}
+    metadata: dict[str, Any] = {"labels": dict(spec.selector)}
+    if spec.compile_cache is not None:
+        # The identity that may use the compile cache's bucket (Workload Identity).
+        pod["serviceAccountName"] = spec.compile_cache.service_account
+        metadata["annotations"] = annotations
+    # Only the selector labels (and the FUSE sidecar's request): any other change restarts every GPU replica.
+    return {"metadata": metadata, "spec": pod}
 
 
 def rollout_seconds(profile: ServingProfile) -> int:

@@ -62,6 +62,7 @@ GCP_WITHOUT_LABELS = frozenset(
         "gcp:serviceaccount/iAMMember:IAMMember",
         "gcp:projects/iAMMember:IAMMember",
         "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+        "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:compute/router:Router",
         "gcp:compute/routerNat:RouterNat",
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
+from stacks.cold_start import ColdStart
 from stacks.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings, quantity
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
@@ -34,6 +35,8 @@ class Estimate:
     cost_range: tuple[float | None, float | None] | None = None
     # What stays and bills with no replica running, per hour.
     idle: tuple[tuple[str, float], ...] = ()
+    # A wake to the most replicas: its phases and what it costs before the first token.
+    cold_start: ColdStart | None = None
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -49,6 +52,8 @@ class Estimate:
                 "costPerHour": round(sum(cost for _, cost in self.idle), 2),
                 "keeps": {item: round(cost, 4) for item, cost in self.idle},
             }
+        if self.cold_start is not None:
+            figures["coldStart"] = self.cold_start.as_output()
         return figures
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from stacks import gke
-from stacks.estimates import Estimate, estimate
+from stacks.cold_start import compile_cache_enabled, expected
+from stacks.estimates import Estimate, estimate, price_per_node_hour
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
@@ -207,6 +208,38 @@ class CacheSpec:
         return CacheMount(self.names.reader, CACHE_FOLDER, f"{CACHE_FOLDER}/{self.key}")
 
 
+# Where replicas mount the compile cache; vLLM keys its entries below it (docs/cold-start.md).
+COMPILE_CACHE_FOLDER = "/compile-cache"
+
+
+@dataclass(frozen=True)
+class CompileCacheMount:
+    """How a replica reaches the shared compile cache: a bucket through Cloud Storage FUSE, as its own identity."""
+
+    bucket: str
+    folder: str
+    service_account: str
+
+
+@dataclass(frozen=True)
+class CompileCacheSpec:
+    project: str
+    region: str
+    namespace: str
+    labels: dict[str, str]
+    # The Google account the replicas' Kubernetes service account acts as (Workload Identity).
+    account_id: str
+    mount: CompileCacheMount
+
+
+def compile_cache_bucket(project: str, cluster: str) -> str:
+    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters."""
+    name = f"{project}-{cluster}-compile-cache"
+    if len(name) <= 63:
+        return name
+    return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
+
+
 @dataclass(frozen=True)
 class CapacitySpec:
     project: str
@@ -259,6 +292,7 @@ class ReplicasSpec:
     scheduling: Scheduling
     drain: Drain
     cache: CacheMount | None
+    compile_cache: CompileCacheMount | None = None
 
     @property
     def url(self) -> str:
@@ -341,6 +375,7 @@ class StackPlan:
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
+    compile_cache: CompileCacheSpec | None
     gateway: GatewaySpec | None
     benchmark: BenchmarkSpec | None
     autoscaling: AutoscalingSpec | None
@@ -354,6 +389,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
     figures = estimate(settings, scaled_to_zero=scaled_to_zero)
+    image = pulled_from(settings.serving.image, settings)
+    figures = replace(figures, cold_start=expected(settings, image_ref=image, price_per_node_hour=price_per_node_hour(settings.capacity)))
     serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     cache: CacheSpec | None = None
@@ -370,6 +407,18 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             pulled_from(settings.cache.download_image, settings),
             protect=settings.production,
         )
+    compile_cache = (
+        CompileCacheSpec(
+            project=settings.project,
+            region=settings.region,
+            namespace=namespace,
+            labels=labels,
+            account_id=f"{settings.cluster.name}-compile"[:30].rstrip("-"),
+            mount=CompileCacheMount(compile_cache_bucket(settings.project, settings.cluster.name), COMPILE_CACHE_FOLDER, REPLICAS),
+        )
+        if compile_cache_enabled(settings.serving)
+        else None
+    )
     autoscaling = (
         AutoscalingSpec(
             project=settings.project,
@@ -391,7 +440,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         labels=labels,
         selector=selector_labels(stack),
         replicas=settings.nodes,
-        image=pulled_from(settings.serving.image, settings),
+        image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
         profile=settings.serving,
@@ -399,6 +448,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         scheduling=placement,
         drain=drain(settings.drain, placement),
         cache=cache.mount if cache else None,
+        compile_cache=compile_cache.mount if compile_cache else None,
     )
     gateway = (
         GatewaySpec(
@@ -436,6 +486,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
         replicas=replicas,
         cache=cache,
+        compile_cache=compile_cache,
         gateway=gateway,
         benchmark=benchmark,
         autoscaling=autoscaling,

@@ -75,7 +75,7 @@ def test_pulumi_up_leaves_the_autoscalers_replica_count_alone() -> None:
 
 def test_the_operator_reads_metrics_with_its_own_workload_identity() -> None:
     render = autoscaled()
-    binding = render.one("gcp:serviceaccount/iAMMember:IAMMember").inputs
+    binding = render.one("gcp:serviceaccount/iAMMember:IAMMember", "keda-workload-identity").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == "serviceAccount:llm-serving-prod.svc.id.goog[keda/keda-operator]"
     assert render.one("gcp:projects/iAMMember:IAMMember", "keda-reads-metrics").inputs["role"] == "roles/monitoring.viewer"

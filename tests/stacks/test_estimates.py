@@ -124,3 +124,17 @@ def test_gateway_mode_bills_its_endpoint_picker_and_load_balancer(cpu: str, memo
     assert "endpoint picker (Autopilot Pods)" not in dict(estimate(clusterip).idle)
     difference = estimate(routed).cost_per_hour - estimate(clusterip).cost_per_hour  # type: ignore[operator]
     assert difference == pytest.approx(picker_hour + LOAD_BALANCER_HOUR, abs=0.01)
+
+
+@pytest.mark.parametrize(("stack", "replicas", "price"), [("dev", 1, 32.61), ("prod", 12, 88.93)])
+def test_the_estimates_show_a_wakes_cold_start_phase_by_phase_and_what_it_costs(stack: str, replicas: int, price: float) -> None:
+    cold_start = reveal(rendered(stack).outputs)["estimates"]["coldStart"]
+    assert cold_start["replicas"] == replicas
+    phases = cold_start["phases"]
+    assert set(phases) == {"nodeProvisioning", "image", "weights", "compileColdCache", "compileWarmCache"}
+    assert all(phase["source"] for phase in phases.values())
+    for cache, compile_phase in (("coldCompileCache", "compileColdCache"), ("warmCompileCache", "compileWarmCache")):
+        seconds = sum(phases[name]["seconds"] for name in ("nodeProvisioning", "image", "weights", compile_phase))
+        # Every node of the wake bills from the start of provisioning to the last phase.
+        assert cold_start["wakeCost"][cache] == pytest.approx(replicas * price * seconds / 3600, abs=0.5)
+    assert cold_start["wakeCost"]["warmCompileCache"] < cold_start["wakeCost"]["coldCompileCache"]
