@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from benchmarks import render_gateway, render_times
 from render.engine import PROJECT_ROOT
 
@@ -18,7 +16,6 @@ def readme_command(marker: str) -> list[str]:
     return lines[start + 2].split()
 
 
-@pytest.mark.xfail(strict=True, reason="render_times timed python -m render, not the README's uv run command")
 def test_render_times_times_the_readmes_render_command_for_every_stack(tmp_path: Path) -> None:
     shown = readme_command("render-command")
     for stack in render_times.GOALS:
@@ -26,19 +23,16 @@ def test_render_times_times_the_readmes_render_command_for_every_stack(tmp_path:
         assert [*shown[:-1], stack, "--out", str(tmp_path)] in timed
 
 
-@pytest.mark.xfail(strict=True, reason="render_times let a machine that writes bytecode time a faster render than CI's")
 def test_render_times_never_writes_bytecode_as_on_ci() -> None:
     assert render_times.environment()["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
-@pytest.mark.xfail(strict=True, reason="render_gateway timed each step in a block and judged wall time")
 def test_the_gateway_benchmark_alternates_the_two_renders_after_a_warm_up_of_each() -> None:
     calls: list[str] = []
     render_gateway.compare(lambda: calls.append("without charts"), lambda: calls.append("with charts"), runs=3)
     assert calls == ["without charts", "with charts"] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="render_gateway judged the ratio of median wall times")
 def test_the_gateway_benchmark_judges_median_cpu_time_so_one_disturbed_run_does_not_move_it() -> None:
     before = render_gateway.Timings(wall=[1.0, 1.0, 1.0], cpu=[1.0, 1.0, 1.0])
     # Other work on the cores stretched every wall time and one run's CPU time (caches lost).
