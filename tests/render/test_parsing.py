@@ -11,7 +11,6 @@ from render.chart import CHART_TYPE, render_chart
 from tests.conftest import rendered
 
 
-@pytest.mark.xfail(strict=True, reason="chart output was parsed by PyYAML's pure-Python parser")
 def test_a_charts_rendered_objects_are_parsed_by_libyaml_not_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     chart = rendered("gateway").by_type(CHART_TYPE)[0]
 
