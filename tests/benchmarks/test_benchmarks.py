@@ -5,15 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import render_gateway, render_times
-from render.engine import PROJECT_ROOT
-
-
-def readme_command(marker: str) -> list[str]:
-    """The command on the line after the README's ``<!-- marker -->``, inside its code block."""
-    lines = (PROJECT_ROOT / "README.md").read_text().splitlines()
-    start = lines.index(f"<!-- {marker} -->")
-    assert lines[start + 1].startswith("```")
-    return lines[start + 2].split()
+from tests.conftest import readme_command
 
 
 def test_render_times_times_the_readmes_render_command_for_every_stack(tmp_path: Path) -> None:
