@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import tomllib
 
-import pytest
-
 from render.engine import PROJECT_ROOT
 from tests.conftest import readme_command
 
 
-@pytest.mark.xfail(strict=True, reason="the suite ran on one core: about 100 s of CPU, well over a minute on two cores")
 def test_the_readme_test_command_runs_the_suite_on_two_workers_of_a_pinned_xdist() -> None:
     command = readme_command("test-command")
     assert command[:3] == ["uv", "run", "pytest"]
