@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from render.engine import PROJECT_ROOT
 
 
@@ -32,7 +30,6 @@ def on_a_terminal(*args: str) -> str:
     return shown.decode()
 
 
-@pytest.mark.xfail(strict=True, reason="the render imported its checks (over a second) before it showed any step")
 def test_the_render_says_it_is_loading_its_checks_before_anything_else() -> None:
     shown = on_a_terminal("--help")
     assert shown.startswith("\r\x1b[Kloading"), shown[:200]
