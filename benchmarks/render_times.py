@@ -48,8 +48,11 @@ def timed_render(command: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one render in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=PROJECT_ROOT, env=environment(), check=True, stdout=subprocess.DEVNULL)
+    # uv's own lines ("Bytecode compiled ...") go to stderr on every run: shown only when the render fails.
+    run = subprocess.run(command, cwd=PROJECT_ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
+    if run.returncode != 0:
+        raise SystemExit(f"{shlex.join(command)} failed:\n{run.stderr}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
