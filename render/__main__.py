@@ -13,17 +13,20 @@ from typing import Any
 
 import yaml
 
-from render.changes import changes, read_records, summary, write_records
-from render.chart import ChartError
-from render.cluster_model import ClusterModelError, check_cluster
-from render.engine import PROJECT_ROOT, Render, render_stack
-from render.files import PLAN_FILE, changed_files, diff, flatten, plan, short, write
-from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
 from render.progress import Progress
-from render.promql import PromQLError, check_monitoring
-from render.provider_rules import ProviderConstraintError, check_provider
-from render.validation import ManifestError, kubernetes_version, validate_render
-from stacks.problems import StackConfigError
+
+# Importing the checks (Kubernetes schemas, CEL, Helm, the Dashboards API types) takes over a second.
+with Progress.on_terminal().step("loading the render's checks"):
+    from render.changes import changes, read_records, summary, write_records
+    from render.chart import ChartError
+    from render.cluster_model import ClusterModelError, check_cluster
+    from render.engine import PROJECT_ROOT, Render, render_stack
+    from render.files import PLAN_FILE, changed_files, diff, flatten, plan, short, write
+    from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
+    from render.promql import PromQLError, check_monitoring
+    from render.provider_rules import ProviderConstraintError, check_provider
+    from render.validation import ManifestError, kubernetes_version, validate_render
+    from stacks.problems import StackConfigError
 
 BUILD = PROJECT_ROOT / "build"
 

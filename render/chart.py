@@ -21,10 +21,10 @@ from typing import Any
 
 import helm_python as helm
 import pulumi
-import yaml
 
 from components.manifests import type_token
 from render.engine import PROJECT_ROOT, Registration, Render
+from stacks.data_files import parse_yaml
 
 CHARTS = PROJECT_ROOT / "charts"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
@@ -73,7 +73,7 @@ def describe(registration: Registration) -> str:
 
 def split_manifests(text: str) -> list[dict[str, Any]]:
     """The objects of one rendered template, split the way Helm splits them."""
-    documents = (yaml.safe_load(part) for part in _SEPARATOR.split(text) if part.strip())
+    documents = (parse_yaml(part) for part in _SEPARATOR.split(text) if part.strip())
     return [document for document in documents if isinstance(document, dict) and document]
 
 

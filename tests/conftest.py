@@ -31,6 +31,14 @@ def stack_settings(stack: str) -> StackSettings:
     return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
 
 
+def readme_command(marker: str) -> list[str]:
+    """The command on the line after the README's ``<!-- marker -->``, inside its code block."""
+    lines = (PROJECT_ROOT / "README.md").read_text().splitlines()
+    start = lines.index(f"<!-- {marker} -->")
+    assert lines[start + 1].startswith("```")
+    return lines[start + 2].split()
+
+
 def render_with(stack: str, **changes: Any) -> Render:
     """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key."""
     config = stack_file_config(stack)
