@@ -24,6 +24,7 @@ from policy.rules import (
     PRODUCTION,
     REQUIRED_LABELS,
     RULES,
+    UNKNOWN,
     Resource,
     Rule,
     StackFacts,
@@ -63,6 +64,8 @@ SECRET = "kubernetes:core/v1:Secret"
 SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 RESERVATION = {"name": "a4-llm-serving"}
 FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-02-01T00:00:00Z", "nodes": 12}
 FALLBACK = {"mode": "fallback", "reservation": RESERVATION}
@@ -429,3 +432,18 @@ def test_public_nodes_pass_once_the_stack_opts_in() -> None:
     opted_in = snapshot("dev", cluster={"deletionProtection": False, "privateNodes": False}, allowPublicNodes=True)
     assert "private-cluster" not in opted_in.broken()
     assert "private-cluster" in opted_in.broken(pack_config={"allowPublicNodes": False})
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: no rule refuses a public bucket yet")
+def test_a_public_bucket_is_refused_however_it_is_made_public() -> None:
+    (rule,) = [rule for rule in RULES if rule.name == "private-buckets"]
+    private = {"name": "b", "uniformBucketLevelAccess": True, "publicAccessPrevention": "enforced"}
+    assert rule.check(Resource(BUCKET, "b", private), StackFacts()) == []
+    assert rule.check(Resource(BUCKET, "b", {**private, "publicAccessPrevention": "inherited"}), StackFacts())
+    assert rule.check(Resource(BUCKET, "b", {**private, "uniformBucketLevelAccess": False}), StackFacts())
+    acl = Resource("gcp:storage/bucketACL:BucketACL", "acl", {"bucket": "b", "roleEntities": ["READER:allUsers"]})
+    binding = Resource("gcp:storage/bucketIAMBinding:BucketIAMBinding", "all", {"members": ["allAuthenticatedUsers"], "role": "r"})
+    named = Resource(BUCKET_MEMBER, "runner", {"member": "serviceAccount:batch-runner@p.iam.gserviceaccount.com", "role": "r"})
+    assert [len(rule.check(r, StackFacts())) for r in (acl, binding, named)] == [1, 1, 0]
+    # A value a preview does not know yet is not judged.
+    assert rule.check(Resource(BUCKET, "b", {**private, "publicAccessPrevention": UNKNOWN}), StackFacts()) == []
