@@ -60,6 +60,8 @@ RESOURCES: dict[str, list[tuple[str, str]]] = {
         IAM_MEMBER,
         (f"{SERVICES}/resourcemanager/iam_service_account.go", "IamServiceAccountSchema"),
     ],
+    "gcp:storage/bucket:Bucket": [(f"{SERVICES}/storage/resource_storage_bucket.go", "ResourceStorageBucket")],
+    "gcp:storage/bucketIAMMember:BucketIAMMember": [IAM_MEMBER, (f"{SERVICES}/storage/iam_storage_bucket.go", "StorageBucketIamSchema")],
 }
 # verify.ValidateGCEName's pattern (google-beta/verify/validation.go).
 GCE_NAME = r"^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$"
