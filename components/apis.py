@@ -24,6 +24,7 @@ SERVING_API = {
     # Project IAM policy reads and writes go through Resource Manager.
     "projects": "cloudresourcemanager.googleapis.com",
     "serviceaccount": "iam.googleapis.com",
+    "storage": "storage.googleapis.com",
 }
 # Enabling an API is itself a Service Usage call; it is on in every new project.
 SERVICE_USAGE_API = "serviceusage.googleapis.com"

@@ -71,6 +71,7 @@ GCP_WITHOUT_LABELS = frozenset(
         "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
         "gcp:compute/router:Router",
         "gcp:compute/routerNat:RouterNat",
+        "gcp:storage/bucketIAMMember:BucketIAMMember",
     }
 )
 # GCP resources whose labels field has another name.

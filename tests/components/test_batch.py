@@ -27,7 +27,6 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RUNNER = "batch-runner"
 PACKAGE = Path(__file__).resolve().parent.parent.parent / "batch"
 IDLE_MINUTES = 15
-XFAIL = pytest.mark.xfail(strict=True, reason="issue 21: the batch path (bucket, runner, wake trigger) is not built yet")
 
 
 def batch_render(stack: str = "prod", **changes: Any) -> Render:
@@ -49,7 +48,6 @@ def runner_container(render: Render) -> dict[str, Any]:
     return container
 
 
-@XFAIL
 def test_batches_need_autoscaling_and_the_error_names_the_key_and_the_fix() -> None:
     with pytest.raises(StackConfigError) as error:
         render_with("prod", batch={"enabled": True})
@@ -62,7 +60,6 @@ def test_without_batches_there_is_no_bucket_runner_or_wake_trigger() -> None:
     assert [r.inputs["metadata"]["name"] for r in render.by_type(SCALED_OBJECT)] == ["vllm"]
 
 
-@XFAIL
 def test_the_bucket_is_private_and_deletes_finished_inputs_after_their_retention() -> None:
     render = batch_render(batch={"enabled": True, "finishedRetentionDays": 3})
     bucket = render.one(BUCKET).inputs
@@ -73,7 +70,6 @@ def test_the_bucket_is_private_and_deletes_finished_inputs_after_their_retention
     assert reveal(render.outputs)["batchBucket"] == bucket["name"] == "llm-serving-prod-prod-batch"
 
 
-@XFAIL
 def test_a_production_stack_protects_its_bucket_and_a_destroy_stops_there() -> None:
     prod = with_batch()
     assert prod.one(BUCKET).protect and prod.one(BUCKET) in destroy(prod).refused
@@ -81,7 +77,6 @@ def test_a_production_stack_protects_its_bucket_and_a_destroy_stops_there() -> N
     assert not dev.one(BUCKET).protect and dev.one(BUCKET) in destroy(dev).deletes
 
 
-@XFAIL
 def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_it() -> None:
     render = with_batch()
     bucket = render.one(BUCKET).inputs["name"]
@@ -93,7 +88,6 @@ def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_i
     assert all(r.inputs["member"] != runner for r in render.by_type(PROJECT_MEMBER))
 
 
-@XFAIL
 def test_the_runners_kubernetes_account_is_its_google_account_through_workload_identity() -> None:
     render = with_batch()
     account = manifest(render, "ServiceAccount", RUNNER)
@@ -107,7 +101,6 @@ def test_the_runners_kubernetes_account_is_its_google_account_through_workload_i
     assert not any("CREDENTIALS" in e["name"] for e in runner_container(render)["env"])
 
 
-@XFAIL
 def test_the_runner_may_get_the_replicas_deployment_and_nothing_else() -> None:
     render = with_batch()
     role = manifest(render, "Role", RUNNER)
@@ -118,14 +111,12 @@ def test_the_runner_may_get_the_replicas_deployment_and_nothing_else() -> None:
     ]
 
 
-@XFAIL
 def test_the_runners_config_map_holds_the_batch_package_as_it_is_in_the_repository() -> None:
     data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
     expected = {p.name: p.read_text() for p in [*PACKAGE.glob("*.py"), *PACKAGE.glob("requirements.txt")]}
     assert data == expected and {"__init__.py", "layout.py", "sizing.py"} <= set(data)
 
 
-@XFAIL
 def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() -> None:
     render = with_batch()
     pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
@@ -138,7 +129,6 @@ def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() ->
     assert container["image"].endswith("python:3.12.7-slim-bookworm")
 
 
-@XFAIL
 def test_new_runner_code_restarts_the_runners() -> None:
     template = manifest(with_batch(), "Deployment", RUNNER)["spec"]["template"]
     data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
@@ -148,7 +138,6 @@ def test_new_runner_code_restarts_the_runners() -> None:
     assert template["metadata"]["annotations"] == {"batch.llm-serving/code": digest.hexdigest()[:16]}
 
 
-@XFAIL
 def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     render = with_batch()
     env = {e["name"]: e for e in runner_container(render)["env"]}
@@ -167,21 +156,18 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert layout.ENV_API_KEY not in env
 
 
-@XFAIL
 def test_the_runner_reads_the_api_key_from_the_stacks_secret() -> None:
     render = render_stack("batch", secrets={"apiKey": "sk-test-key"})
     env = {e["name"]: e for e in runner_container(render)["env"]}
     assert env[layout.ENV_API_KEY]["valueFrom"] == {"secretKeyRef": {"name": "vllm-api-key", "key": "value"}}
 
 
-@XFAIL
 def test_a_price_the_stack_does_not_know_is_left_out_of_the_runners_environment() -> None:
     render = batch_render("dev", capacity={"mode": "flex-start"})
     names = {e["name"] for e in runner_container(render)["env"]}
     assert layout.ENV_PRICE_PER_REPLICA_HOUR not in names and layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS not in names
 
 
-@XFAIL
 def test_the_runner_is_scaled_from_zero_by_the_inputs_waiting_up_to_the_workers_for_the_most_replicas() -> None:
     render = batch_render(autoscaling={"enabled": True, "maxReplicas": 12, "pollSeconds": 20, "idleMinutes": IDLE_MINUTES})
     (runner,) = [r.inputs for r in render.by_type(SCALED_OBJECT) if r.inputs["metadata"]["name"] == RUNNER]
@@ -198,7 +184,6 @@ def test_the_runner_is_scaled_from_zero_by_the_inputs_waiting_up_to_the_workers_
     assert next(r for r in render.by_type(DEPLOYMENT) if r.inputs["metadata"]["name"] == RUNNER).ignore_changes == ("spec.replicas",)
 
 
-@XFAIL
 def test_an_input_waiting_wakes_the_replicas_and_the_runners_backlog_sizes_them() -> None:
     from render.scaling import replicas_scaled_object
 
@@ -217,7 +202,6 @@ def test_an_input_waiting_wakes_the_replicas_and_the_runners_backlog_sizes_them(
     assert triggers["concurrency"]["type"] == "prometheus"
 
 
-@XFAIL
 def test_the_runner_is_scraped_on_its_metrics_port() -> None:
     render = with_batch()
     monitoring = manifest(render, "PodMonitoring", RUNNER)
@@ -228,7 +212,6 @@ def test_the_runner_is_scraped_on_its_metrics_port() -> None:
     assert endpoint["port"] == port["name"] and port["containerPort"] == layout.METRICS_PORT
 
 
-@XFAIL
 def test_the_dashboard_shows_batch_progress_and_every_query_reads_exported_metrics() -> None:
     render = with_batch()
     board = render.one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"]
@@ -237,14 +220,12 @@ def test_the_dashboard_shows_batch_progress_and_every_query_reads_exported_metri
     assert check_monitoring(render) > 0
 
 
-@XFAIL
 def test_the_storage_api_is_enabled_before_the_bucket() -> None:
     render = with_batch()
     (storage,) = [s for s in render.by_type("gcp:projects/service:Service") if s.inputs["service"] == "storage.googleapis.com"]
     assert render.depends_on(render.one(BUCKET), storage)
 
 
-@XFAIL
 def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_returns_to_zero_idle_minutes_after() -> None:
     from render.scaling import batch_from_zero, replicas_scaled_object
 
@@ -269,7 +250,6 @@ def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_r
     assert all(s.desired > 0 for s in steps if first_ready <= s.second <= last_request)
 
 
-@XFAIL
 def test_the_render_prints_the_wake_trace_only_for_a_stack_that_runs_batches() -> None:
     assert "batch wake:" in scaling_timeline(with_batch())
     assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
