@@ -306,6 +306,18 @@ BREAKS: dict[str, Break] = {
         "project-labels", _edit("dev", lambda s: s.inputs(DEPLOYMENT)["metadata"]["labels"].pop("stack"))
     ),
     "a cluster without the app label": Break("project-labels", _edit("dev", lambda s: s.inputs(CLUSTER)["resourceLabels"].pop("app"))),
+    "a batch bucket that inherits public access": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(publicAccessPrevention="inherited"))
+    ),
+    "a batch bucket with object ACLs": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(uniformBucketLevelAccess=False))
+    ),
+    "a batch bucket readable by allUsers": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET_MEMBER, "batch-keda-reads").update(member="allUsers"))
+    ),
+    "a batch bucket readable by anyone signed in": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET_MEMBER, "batch-runner-objects").update(member="allAuthenticatedUsers"))
+    ),
 }
 
 
@@ -434,7 +446,6 @@ def test_public_nodes_pass_once_the_stack_opts_in() -> None:
     assert "private-cluster" in opted_in.broken(pack_config={"allowPublicNodes": False})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: no rule refuses a public bucket yet")
 def test_a_public_bucket_is_refused_however_it_is_made_public() -> None:
     (rule,) = [rule for rule in RULES if rule.name == "private-buckets"]
     private = {"name": "b", "uniformBucketLevelAccess": True, "publicAccessPrevention": "enforced"}
