@@ -5,6 +5,7 @@ import pulumi_gcp as gcp
 
 from components.apis import ProjectApis, required_apis
 from components.autoscaling import Autoscaling
+from components.batch import Batch
 from components.benchmark import Benchmark
 from components.capacity import Capacity
 from components.cluster import Cluster
@@ -43,6 +44,7 @@ apis = ProjectApis(
             *([CompileCache] if specs.compile_cache else []),
             *([ImageRegistry] if settings.registry.enabled else []),
             *([Autoscaling] if specs.autoscaling else []),
+            *([Batch] if specs.batch else []),
             *([ProxySubnet, InferenceGateway] if specs.gateway else []),
             *([Observability] if specs.observability else []),
         ]
@@ -126,12 +128,23 @@ replicas = Replicas(
 )
 
 if specs.autoscaling:
-    Autoscaling(
+    autoscaling = Autoscaling(
         "autoscaling",
         specs.autoscaling,
         kubernetes=cluster.provider,
         opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[apis, replicas])),
     )
+    if specs.batch:
+        batch = Batch(
+            "batch",
+            specs.batch,
+            keda_identity=autoscaling.identity.member,
+            keda=autoscaling.chart,
+            api_key=credentials.api_key,
+            kubernetes=cluster.provider,
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[apis, *credentials.resources])),
+        )
+        pulumi.export("batchBucket", batch.bucket_name)
 
 gateway: InferenceGateway | None = None
 if specs.gateway:

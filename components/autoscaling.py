@@ -19,6 +19,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from batch import layout
 from components.manifests import Manifest
 from components.options import child_options
 from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
@@ -51,6 +52,32 @@ def query_endpoint(project: str) -> str:
 def concurrency_query(namespace: str) -> str:
     """The stack's requests running and waiting, summed over every replica and engine."""
     return f'sum({RUNNING_METRIC}{{namespace="{namespace}"}}) + sum({QUEUE_METRIC}{{namespace="{namespace}"}})'
+
+
+def batch_backlog_query(namespace: str) -> str:
+    """Lines of the batches the runners hold and have not answered: what the batch still asks of the replicas."""
+    return f'sum({layout.BACKLOG}{{namespace="{namespace}"}})'
+
+
+def batch_wake_trigger(bucket: str, authentication: str) -> dict[str, Any]:
+    """KEDA's gcp-storage scaler: any object waiting under input/ is a count above zero, even at zero replicas.
+
+    A count is state, not an event: a notification missed or late cannot strand a batch, and an
+    input stays under input/ until the runner has answered every line (docs/batch.md).
+    """
+    return {
+        "type": "gcp-storage",
+        "name": "batch-input",
+        "metadata": {
+            "bucketName": bucket,
+            "blobPrefix": layout.INPUT,
+            # One replica at most: the scan stops at maxBucketItemsToScan (1000 by default), so the count never
+            # exceeds this target; the runner's backlog, then the running requests, say how many the batch needs.
+            "targetObjectCount": "1000",
+            "activationTargetObjectCount": "0",
+        },
+        "authenticationRef": {"name": authentication},
+    }
 
 
 def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> dict[str, Any]:
@@ -158,6 +185,23 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             for index, window in enumerate(scaling.batch_windows)
         ),
     ]
+    if spec.batch_bucket is not None:
+        triggers += [
+            batch_wake_trigger(spec.batch_bucket, AUTHENTICATION),
+            {
+                "type": "prometheus",
+                "name": "batch-backlog",
+                "metadata": {
+                    "serverAddress": query_endpoint(spec.project),
+                    "query": batch_backlog_query(spec.namespace),
+                    # The runner sends at most this many per Ready replica (stacks/plan.py), so vLLM's
+                    # queue never shows the batch's size; its backlog does, against the same target.
+                    "threshold": str(scaling.requests_per_replica),
+                    "activationThreshold": "0",
+                },
+                "authenticationRef": {"name": AUTHENTICATION},
+            },
+        ]
     idle_seconds = scaling.idle_minutes * 60
     return {
         "apiVersion": KEDA_API,
@@ -197,7 +241,7 @@ class Autoscaling(pulumi.ComponentResource):
         super().__init__("llm:serving:Autoscaling", name, None, opts)
         on_gcp = child_options(self, opts)
         in_cluster = child_options(self, opts, kubernetes)
-        identity = gcp.serviceaccount.Account(
+        self.identity = identity = gcp.serviceaccount.Account(
             "keda-operator",
             account_id="keda-operator",
             display_name="KEDA operator (reads Managed Prometheus)",
@@ -217,7 +261,7 @@ class Autoscaling(pulumi.ComponentResource):
         namespace = k8s.core.v1.Namespace(
             "keda", metadata=k8s.meta.v1.ObjectMetaArgs(name=KEDA_NAMESPACE, labels=spec.labels), opts=in_cluster
         )
-        chart = k8s.helm.v4.Chart(
+        self.chart = chart = k8s.helm.v4.Chart(
             "keda",
             chart=KEDA_CHART,
             version=spec.settings.keda_version,

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from batch import layout
 from components.options import child_options
 from stacks.estimates import MEASURED_CONCURRENCY_PER_NODE
 from stacks.plan import ObservabilitySpec
@@ -85,6 +86,14 @@ def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
             [_replicas(AVAILABLE, spec), _replicas(DESIRED, spec)],
         ),
     ]
+    if spec.batch:
+        found += [
+            (
+                "Batch: lines left, in flight, files waiting",
+                [f"sum({metric}{{{_on(spec)}}})" for metric in (layout.BACKLOG, layout.IN_FLIGHT, layout.WAITING_FILES)],
+            ),
+            ("Batch requests/s: done, failed", [_rate(layout.DONE, spec), _rate(layout.FAILED, spec)]),
+        ]
     if spec.gateway:
         found.append(
             (

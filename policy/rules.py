@@ -592,6 +592,41 @@ def deletion_protection_on_production(resource: Resource, facts: StackFacts) -> 
     return [f"{_label(resource)}: deletionProtection is false on a production stack; set llm:cluster.deletionProtection: true"]
 
 
+# --- private buckets ---------------------------------------------------------------------
+
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_MEMBER_TYPES = frozenset(
+    {"gcp:storage/bucketIAMMember:BucketIAMMember", "gcp:storage/bucketIAMBinding:BucketIAMBinding", "gcp:storage/bucketACL:BucketACL"}
+)
+# IAM principals meaning anyone, signed in or not (cloud.google.com/iam/docs/principals-overview).
+PUBLIC_PRINCIPALS = ("allUsers", "allAuthenticatedUsers")
+
+
+def _grantees(resource: Resource) -> list[str]:
+    """Who a bucket grant or ACL names: IAM members, ``ROLE:entity`` ACL entries, a predefined ACL."""
+    inputs = resource.inputs
+    found = [_text(inputs.get("member")), *(_text(m) for m in _items(inputs.get("members")))]
+    found += [_text(entry) for entry in _items(inputs.get("roleEntities"))] + [_text(inputs.get("predefinedAcl"))]
+    return [text for text in found if text]
+
+
+def private_buckets(resource: Resource, facts: StackFacts) -> list[str]:
+    """Buckets hold batches of prompts and answers: reached through IAM only, never by the public."""
+    if resource.type == BUCKET:
+        problems = []
+        prevention, uniform = resource.inputs.get("publicAccessPrevention"), resource.inputs.get("uniformBucketLevelAccess")
+        if _text(prevention) != "enforced" and not _is_unknown(prevention):
+            problems.append(f"{_label(resource)}: public access prevention is not enforced; set publicAccessPrevention: enforced")
+        if _unwrap(uniform) is not True and not _is_unknown(uniform):
+            problems.append(f"{_label(resource)}: object ACLs could grant access past IAM; set uniformBucketLevelAccess: true")
+        return problems
+    if resource.type in BUCKET_MEMBER_TYPES:
+        public = sorted({p for p in PUBLIC_PRINCIPALS for grantee in _grantees(resource) if p.lower() in grantee.lower()})
+        if public:
+            return [f"{_label(resource)}: grants {', '.join(public)} access to a bucket; grant named service accounts or groups only"]
+    return []
+
+
 # --- every resource carries the project's labels -----------------------------------------
 
 
@@ -671,6 +706,12 @@ RULES: tuple[Rule, ...] = (
         "The GKE cluster of a production stack keeps deletion protection on.",
         deletion_protection_on_production,
         switches=(PRODUCTION,),
+    ),
+    Rule(
+        "private-buckets",
+        "Cloud Storage buckets enforce public access prevention and uniform bucket-level access, and no grant names allUsers "
+        "or allAuthenticatedUsers.",
+        private_buckets,
     ),
     Rule(
         "project-labels",

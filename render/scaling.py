@@ -37,8 +37,10 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from batch import layout
 from render.engine import Render
-from stacks.plan import QUEUE_METRIC, RUNNING_METRIC
+from render.promql import metric_names
+from stacks.plan import QUEUE_METRIC, REPLICAS, RUNNING_METRIC
 
 # kube-controller-manager defaults (cmd/kube-controller-manager/app/options/hpacontroller.go):
 # --horizontal-pod-autoscaler-sync-period, -tolerance, -downscale-stabilization.
@@ -68,7 +70,9 @@ TARGET_KEYS = {
     "gcp-storage": ("targetObjectCount", "activationTargetObjectCount"),
 }
 # The series a Prometheus trigger may sum, and which part of the serving state each one is.
-SERIES = {RUNNING_METRIC: "running", QUEUE_METRIC: "waiting"}
+SERIES = {RUNNING_METRIC: "running", QUEUE_METRIC: "waiting", layout.BACKLOG: "backlog"}
+# The wake signal of a batch: KEDA's gcp-storage scaler counts the inputs waiting in the bucket.
+BATCH_INPUT_TRIGGER = "gcp-storage"
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,10 @@ class Trace:
     ScaledObject has been active and its HPA has run (else they and the ScaledObject are new).
     ``signals`` feed triggers whose value does not come from the replicas, by trigger type: a
     queue or a bucket that exists at zero replicas (the wake signal). ``clock`` is the wall time
-    at second 0, for cron windows.
+    at second 0, for cron windows. With ``runner`` the ``requests`` are one batch file in the
+    bucket, sent by the batch runner: no more at once than the Ready replicas run
+    (``requests_per_replica`` each), the rest held in its backlog, and the file waiting under
+    input/ (one object) until the last line is answered.
     """
 
     name: str
@@ -104,6 +111,7 @@ class Trace:
     requests: int | None = None
     signals: Mapping[str, Callable[[float], float]] = field(default_factory=dict)
     clock: datetime = datetime(2026, 1, 5, 12, 0)  # a Monday
+    runner: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,8 +147,8 @@ def _within_window(metadata: Mapping[str, str], at: datetime) -> bool:
 
 
 def _prometheus_value(query: str, state: Mapping[str, float]) -> float:
-    """The stack's sum of the vLLM series a query names (the queries this program writes are such sums)."""
-    names = re.findall(r"vllm:[a-z_]+", query)
+    """The stack's sum of the series a query names (the queries this program writes are such sums)."""
+    names = sorted(metric_names(query))
     unknown = [name for name in names if name not in SERIES]
     if not names or unknown:
         raise ValueError(f"the scaling model reads only sums of {sorted(SERIES)}; query: {query}")
@@ -155,11 +163,7 @@ class _Reading:
     active: bool
 
 
-def _no_signal(second: float) -> float:
-    return 0.0
-
-
-def _read(trigger: Mapping[str, Any], state: Mapping[str, float], trace: Trace, second: float) -> _Reading:
+def _read(trigger: Mapping[str, Any], state: Mapping[str, float], signals: Mapping[str, float], trace: Trace, second: float) -> _Reading:
     kind, metadata = trigger["type"], trigger.get("metadata", {})
     if kind == "cron":
         # cron_scaler.go: desiredReplicas inside the window, else 0, against an AverageValue of 1.
@@ -169,8 +173,7 @@ def _read(trigger: Mapping[str, Any], state: Mapping[str, float], trace: Trace, 
         raise ValueError(f"the scaling model has no {kind} trigger")
     target_key, activation_key = TARGET_KEYS[kind]
     # Any other type is a wake signal: its value comes from the trace (0 when the trace has none).
-    signal = trace.signals.get(kind, _no_signal)
-    value = _prometheus_value(metadata["query"], state) if kind == "prometheus" else signal(second)
+    value = _prometheus_value(metadata["query"], state) if kind == "prometheus" else signals.get(kind, 0.0)
     # prometheus_scaler.go GetMetricsAndActivity: active while above the activation threshold.
     return _Reading(value, float(metadata[target_key]), value > float(metadata.get(activation_key, 0)))
 
@@ -279,11 +282,19 @@ def simulate(scaled_object: Mapping[str, Any], serving: Serving, trace: Trace) -
 
     for second in range(0, trace.seconds + 1, HPA_SYNC_SECONDS):
         ready = sum(pod.ready_at <= second for pod in pods)
-        # Whole requests: a closed loop that runs out of work ends.
-        outstanding = trace.clients(second) if remaining is None else min(trace.clients(second), math.floor(remaining))
+        signals = {kind: signal(second) for kind, signal in trace.signals.items()}
+        backlog = 0.0
+        if trace.runner and remaining is not None:
+            # The runner holds what the Ready replicas cannot run; its file waits until every line is answered.
+            backlog = float(math.ceil(remaining))
+            outstanding = min(math.ceil(remaining), ready * serving.requests_per_replica)
+            signals[BATCH_INPUT_TRIGGER] = 1.0 if backlog else 0.0
+        else:
+            # Whole requests: a closed loop that runs out of work ends.
+            outstanding = trace.clients(second) if remaining is None else min(trace.clients(second), math.floor(remaining))
         running = min(outstanding, ready * serving.requests_per_replica) if ready else 0.0
-        state = {"running": running, "waiting": outstanding - running if ready else 0.0}
-        readings = [_read(trigger, state, trace, second) for trigger in triggers]
+        state = {"running": running, "waiting": outstanding - running if ready else 0.0, "backlog": backlog}
+        readings = [_read(trigger, state, signals, trace, second) for trigger in triggers]
 
         target = desired
         if second % polling == 0:
@@ -394,6 +405,11 @@ def window_ending_mid_batch(replicas: int, window_start: datetime) -> Trace:
     return Trace("window ending mid-batch", BATCH_SECONDS, _constant(BATCH_CLIENTS), replicas, warm=True, clock=window_start)
 
 
+def batch_from_zero(requests: int, seconds: int = 4 * 3600) -> Trace:
+    """A batch file of ``requests`` lines copied into the bucket of a stack at zero replicas; the runner sends it."""
+    return Trace("batch from zero", seconds, _constant(0), 0, warm=True, requests=requests, runner=True)
+
+
 def standard_batch(idle_seconds: int) -> Trace:
     """One replica, the standard batch for 3 hours, then idle: what `render` prints."""
     seconds = BATCH_SECONDS + idle_seconds + 15 * 60
@@ -414,20 +430,21 @@ def _drain_seconds(render: Render) -> int:
     return 0
 
 
-def scaling_timeline(render: Render) -> str:
-    """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it."""
-    found = render.by_type(SCALED_OBJECT)
-    if not found:
-        return ""
-    scaled_object = found[0].inputs
-    trace = standard_batch(int(scaled_object["spec"].get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
-    steps = simulate(scaled_object, reference_serving(_drain_seconds(render)), trace)
-    lines = [
-        f"scaling: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
-        f"  (a model of KEDA v2.20.2 and the HPA; {REFERENCE_COLD_START_SECONDS // 60}-minute cold start,"
-        f" {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
-        f"  {'time':>6} {'desired':>8} {'ready':>6} {'requests':>9} {'aborted':>8}",
-    ]
+def replicas_scaled_object(render: Render) -> dict[str, Any] | None:
+    """The ScaledObject of the vLLM replicas (the batch runner has its own), if the stack autoscales."""
+    for found in render.by_type(SCALED_OBJECT):
+        if found.inputs["spec"]["scaleTargetRef"]["name"] == REPLICAS:
+            scaled_object: dict[str, Any] = found.inputs
+            return scaled_object
+    return None
+
+
+# The wake trace's batch: 100,000 lines, the size the runner is tested to stream.
+WAKE_BATCH_REQUESTS = 100_000
+
+
+def _table(steps: list[Step]) -> list[str]:
+    lines = [f"  {'time':>6} {'desired':>8} {'ready':>6} {'requests':>9} {'aborted':>8}"]
     shown: tuple[int, int, bool] | None = None
     for step in steps:
         key = (step.desired, step.ready, step.outstanding > 0)
@@ -435,4 +452,26 @@ def scaling_timeline(render: Render) -> str:
             hours, minutes = divmod(step.second // 60, 60)
             lines.append(f"  {hours:>3}:{minutes:02d} {step.desired:>8} {step.ready:>6} {step.outstanding:>9,} {step.aborted:>8,}")
             shown = key
+    return lines
+
+
+def scaling_timeline(render: Render) -> str:
+    """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it."""
+    scaled_object = replicas_scaled_object(render)
+    if scaled_object is None:
+        return ""
+    serving = reference_serving(_drain_seconds(render))
+    trace = standard_batch(int(scaled_object["spec"].get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
+    lines = [
+        f"scaling: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
+        f"  (a model of KEDA v2.20.2 and the HPA; {REFERENCE_COLD_START_SECONDS // 60}-minute cold start,"
+        f" {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
+        *_table(simulate(scaled_object, serving, trace)),
+    ]
+    if any(trigger["type"] == BATCH_INPUT_TRIGGER for trigger in scaled_object["spec"]["triggers"]):
+        lines += [
+            f"batch wake: a {WAKE_BATCH_REQUESTS:,}-line file copied to input/ at zero replicas; the runner sends"
+            f" {REFERENCE_REQUESTS_PER_NODE:,} per Ready replica and holds the rest",
+            *_table(simulate(scaled_object, serving, batch_from_zero(WAKE_BATCH_REQUESTS))),
+        ]
     return "\n".join(lines) + "\n"

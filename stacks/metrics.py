@@ -1,4 +1,4 @@
-"""The metrics a stack can query, by name and kind: vLLM's, GKE's DCGM and kube-state, the endpoint picker's.
+"""The metrics a stack can query, by name and kind: vLLM's, GKE's DCGM and kube-state, the endpoint picker's, the batch runner's.
 
 Each list is data with its source (``stacks/data/``). Prometheus names a
 counter's series ``<name>_total`` and a histogram's ``<name>_bucket``,
@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from batch import layout
 from stacks.data_files import read_yaml
 from stacks.vllm import DEFAULT_RELEASE, facts
 
@@ -25,6 +26,9 @@ def exported(release: str = DEFAULT_RELEASE) -> dict[str, str]:
         for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
             table[name] = kind
+    # The runner's own (batch/layout.py names the series; a counter's name drops its _total).
+    table.update({name: "gauge" for name in (layout.BACKLOG, layout.IN_FLIGHT, layout.WAITING_FILES)})
+    table.update({name.removesuffix("_total"): "counter" for name in (layout.DONE, layout.FAILED)})
     return table
 
 
@@ -37,4 +41,5 @@ def series_problem(series: str, release: str = DEFAULT_RELEASE) -> str | None:
     for name, kind in table.items():
         if series.startswith(name):
             return f"{series}: {name} is a {kind}; query {' or '.join(name + s for s in SUFFIXES[kind])}"
-    return f"{series}: no vLLM, DCGM, kube-state or endpoint-picker metric of this name (vLLM {release}; stacks/data/)"
+    sources = f"vLLM {release}; stacks/data/, batch/layout.py"
+    return f"{series}: no vLLM, DCGM, kube-state, endpoint-picker or batch-runner metric of this name ({sources})"

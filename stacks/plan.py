@@ -14,12 +14,14 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import assert_never
 
+from batch.sizing import runner_workers
 from stacks import gke
 from stacks.cold_start import compile_cache_enabled, expected
 from stacks.estimates import Estimate, estimate, price_per_node_hour
 from stacks.settings import (
     GPU_TYPE,
     AutoscalingSettings,
+    BatchSettings,
     BenchmarkSettings,
     CacheSettings,
     CapacitySettings,
@@ -318,6 +320,8 @@ class AutoscalingSpec:
     image_registry: str
     # Time a new replica may take to become Ready (serving.coldStartMinutes).
     cold_start_seconds: int
+    # The batch bucket whose waiting inputs wake the replicas, when the stack runs batches.
+    batch_bucket: str | None = None
 
 
 @dataclass(frozen=True)
@@ -347,6 +351,45 @@ class BenchmarkSpec:
     zone: str
 
 
+# Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
+# (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
+BUCKET_NAME_LENGTH = 63
+
+
+def batch_bucket_name(project: str, stack: str) -> str:
+    """``<project>-<stack>-batch``; a stack name too long or not a bucket name's characters is hashed instead."""
+    readable = f"{project}-{stack}-batch"
+    # Bucket names may not contain "google" (same page).
+    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and "google" not in stack:
+        return readable
+    return f"{project}-{hashlib.sha256(stack.encode()).hexdigest()[:8]}-batch"
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    project: str
+    region: str
+    namespace: str
+    labels: dict[str, str]
+    bucket: str
+    settings: BatchSettings
+    # The runner's image (the cache's download image) as the nodes pull it.
+    image: str
+    # The replicas the runner sends to, reads the status of, and sizes its concurrency to.
+    deployment: str
+    serving_url: str
+    served_model: str
+    concurrency_per_replica: int
+    max_replicas: int
+    workers: int
+    poll_seconds: int
+    # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
+    price_per_replica_hour: float | None
+    estimated_usd_per_million_tokens: float | None
+    # A production stack protects the bucket: a destroy stops at it.
+    protect: bool = False
+
+
 @dataclass(frozen=True)
 class ObservabilitySpec:
     project: str
@@ -362,6 +405,8 @@ class ObservabilitySpec:
     cold_start_minutes: int
     # Alerts are registered only while the stack may serve: none fire for a stack scaled to zero.
     alerting: bool
+    # The batch runner's progress gets its own charts.
+    batch: bool = False
 
 
 @dataclass(frozen=True)
@@ -380,6 +425,7 @@ class StackPlan:
     benchmark: BenchmarkSpec | None
     autoscaling: AutoscalingSpec | None
     observability: ObservabilitySpec | None
+    batch: BatchSpec | None = None
 
 
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
@@ -393,6 +439,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     figures = replace(figures, cold_start=expected(settings, image_ref=image, price_per_node_hour=price_per_node_hour(settings.capacity)))
     serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
+    bucket = batch_bucket_name(settings.project, labels["stack"]) if settings.batch.enabled else None
     cache: CacheSpec | None = None
     if settings.cache.enabled:
         key = cache_id(settings.model, settings.cache)
@@ -430,6 +477,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             max_replicas=settings.max_replicas,
             image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
             cold_start_seconds=settings.serving.cold_start_minutes * 60,
+            batch_bucket=bucket,
         )
         if settings.autoscaling.enabled
         else None
@@ -478,6 +526,31 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         if settings.benchmark.enabled and settings.nodes > 0
         else None
     )
+    batch = (
+        BatchSpec(
+            project=settings.project,
+            region=settings.region,
+            namespace=namespace,
+            labels=labels,
+            bucket=bucket,
+            settings=settings.batch,
+            image=pulled_from(settings.cache.download_image, settings),
+            deployment=REPLICAS,
+            serving_url=replicas.url.removesuffix("/v1"),
+            served_model=settings.model.public_name,
+            # Requests the autoscaler counts on per replica: sending that many per Ready replica
+            # keeps each busy without piling a queue on the first one Ready.
+            concurrency_per_replica=settings.autoscaling.requests_per_replica,
+            max_replicas=settings.max_replicas,
+            workers=runner_workers(settings.max_replicas),
+            poll_seconds=settings.autoscaling.poll_seconds,
+            price_per_replica_hour=price_per_node_hour(settings.capacity),
+            estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
+            protect=settings.production,
+        )
+        if bucket is not None
+        else None
+    )
     return StackPlan(
         labels=labels,
         scaled_to_zero=scaled_to_zero,
@@ -501,7 +574,9 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
             cold_start_minutes=settings.serving.cold_start_minutes,
             alerting=not scaled_to_zero,
+            batch=batch is not None,
         )
         if settings.observability.enabled
         else None,
+        batch=batch,
     )

@@ -1098,6 +1098,24 @@ class AutoscalingSettings(Section):
     """KEDA Helm chart version (kedacore/charts)."""
 
 
+class BatchSettings(Section):
+    """OpenAI Batch API files in the stack's bucket, run by an in-cluster runner; an input wakes the stack from zero."""
+
+    enabled: ConfigBool = False
+    """Create the batch bucket and runner: a file under `input/` wakes the replicas (needs autoscaling.enabled)."""
+    finished_retention_days: int = Field(default=7, ge=1, le=3650)
+    """Days a finished input stays under `finished/` before the bucket's lifecycle rule deletes it; outputs and reports stay."""
+    runner_cpu: str = "1"
+    """CPU request (= limit) of one runner pod; one pod is one worker."""
+    runner_memory: str = "1Gi"
+    """Memory request (= limit) of one runner pod; the runner streams its files, so this does not grow with a batch."""
+
+    @field_validator("runner_cpu", "runner_memory")
+    @classmethod
+    def _resources(cls, value: str) -> str:
+        return _quantity(value)
+
+
 class RegistrySettings(Section):
     """Where nodes pull images: Artifact Registry remote repositories in the stack's region."""
 
@@ -1206,6 +1224,8 @@ class StackSettings(Section):
     """Dashboard and alerts."""
     drain: DrainSettings = DrainSettings()
     """How a replica stops (scale-down, rollout, preemption). On Spot both are cut to fit its 25 s."""
+    batch: BatchSettings = BatchSettings()
+    """Batches from a Cloud Storage bucket that wake the stack from zero (opt-in)."""
 
     @field_validator("project")
     @classmethod
@@ -1319,6 +1339,11 @@ class StackSettings(Section):
                 None,
                 "is required on a production stack (production: true): say when GKE may upgrade it, e.g. startTime "
                 "2026-01-03T00:00:00Z, endTime 2026-01-03T06:00:00Z, recurrence FREQ=WEEKLY;BYDAY=SA,SU",
+            )
+        if self.batch.enabled and not self.autoscaling.enabled:
+            # The wake trigger and the runner's scaling are KEDA scalers: without KEDA nothing wakes the stack.
+            raise ConfigProblem(
+                ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
         if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
             raise ConfigProblem(

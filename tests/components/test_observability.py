@@ -55,7 +55,7 @@ def test_latency_charts_read_histogram_buckets_for_p50_and_p99() -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("sum(vllm:num_requests_wating)", "no vLLM, DCGM, kube-state or endpoint-picker metric"),
+        ("sum(vllm:num_requests_wating)", "no vLLM, DCGM, kube-state, endpoint-picker or batch-runner metric"),
         ("sum(rate(vllm:prompt_tokens[5m]))", "is a counter; query vllm:prompt_tokens_total"),
         ("histogram_quantile(0.9, rate(vllm:time_to_first_token_seconds[5m]))", "is a histogram"),
         ("avg(DCGM_FI_DEV_XID_ERRORS)", "no vLLM, DCGM"),

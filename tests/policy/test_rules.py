@@ -22,6 +22,7 @@ from policy.rules import (
     PRODUCTION,
     REQUIRED_LABELS,
     RULES,
+    UNKNOWN,
     Resource,
     Rule,
     StackFacts,
@@ -61,6 +62,8 @@ SECRET = "kubernetes:core/v1:Secret"
 SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 RESERVATION = {"name": "a4-llm-serving"}
 FUTURE_RESERVATION = {**RESERVATION, "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-02-01T00:00:00Z", "nodes": 12}
 FALLBACK = {"mode": "fallback", "reservation": RESERVATION}
@@ -301,6 +304,18 @@ BREAKS: dict[str, Break] = {
         "project-labels", _edit("dev", lambda s: s.inputs(DEPLOYMENT)["metadata"]["labels"].pop("stack"))
     ),
     "a cluster without the app label": Break("project-labels", _edit("dev", lambda s: s.inputs(CLUSTER)["resourceLabels"].pop("app"))),
+    "a batch bucket that inherits public access": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(publicAccessPrevention="inherited"))
+    ),
+    "a batch bucket with object ACLs": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(uniformBucketLevelAccess=False))
+    ),
+    "a batch bucket readable by allUsers": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET_MEMBER, "batch-keda-reads").update(member="allUsers"))
+    ),
+    "a batch bucket readable by anyone signed in": Break(
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET_MEMBER, "batch-runner-objects").update(member="allAuthenticatedUsers"))
+    ),
 }
 
 
@@ -426,3 +441,17 @@ def test_public_nodes_pass_once_the_stack_opts_in() -> None:
     opted_in = snapshot("dev", cluster={"deletionProtection": False, "privateNodes": False}, allowPublicNodes=True)
     assert "private-cluster" not in opted_in.broken()
     assert "private-cluster" in opted_in.broken(pack_config={"allowPublicNodes": False})
+
+
+def test_a_public_bucket_is_refused_however_it_is_made_public() -> None:
+    (rule,) = [rule for rule in RULES if rule.name == "private-buckets"]
+    private = {"name": "b", "uniformBucketLevelAccess": True, "publicAccessPrevention": "enforced"}
+    assert rule.check(Resource(BUCKET, "b", private), StackFacts()) == []
+    assert rule.check(Resource(BUCKET, "b", {**private, "publicAccessPrevention": "inherited"}), StackFacts())
+    assert rule.check(Resource(BUCKET, "b", {**private, "uniformBucketLevelAccess": False}), StackFacts())
+    acl = Resource("gcp:storage/bucketACL:BucketACL", "acl", {"bucket": "b", "roleEntities": ["READER:allUsers"]})
+    binding = Resource("gcp:storage/bucketIAMBinding:BucketIAMBinding", "all", {"members": ["allAuthenticatedUsers"], "role": "r"})
+    named = Resource(BUCKET_MEMBER, "runner", {"member": "serviceAccount:batch-runner@p.iam.gserviceaccount.com", "role": "r"})
+    assert [len(rule.check(r, StackFacts())) for r in (acl, binding, named)] == [1, 1, 0]
+    # A value a preview does not know yet is not judged.
+    assert rule.check(Resource(BUCKET, "b", {**private, "publicAccessPrevention": UNKNOWN}), StackFacts()) == []

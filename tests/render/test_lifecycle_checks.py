@@ -40,6 +40,7 @@ def test_an_alert_condition_that_asks_for_unseen_metrics_is_caught() -> None:
 
 
 def test_a_resource_type_without_a_known_api_is_caught() -> None:
+    # A module the program never registers from (the batch path made storage a known one).
     found = creation_problems(planted(rendered("dev"), lambda r: r.type == "gcp:compute/router:Router", type="gcp:pubsub/topic:Topic"))
     assert found == ["gcp:pubsub/topic:Topic router: no API is known for its type; add its module to components/apis.py SERVING_API"]
 

@@ -1,0 +1,320 @@
+"""The batch path: a bucket of OpenAI Batch API files, and the runner that answers them from the replicas.
+
+An object waiting under ``input/`` wakes the stack: KEDA's gcp-storage scaler counts it on the
+replicas' ScaledObject (components/autoscaling.py) and on the runner's own. The runner claims the
+file, sends its lines to the replicas' Service and writes the answers back to the bucket
+(batch/layout.py names the prefixes both sides use). Its code is this repository's ``batch``
+package, shipped in a ConfigMap, so the image stays a stock Python. Pure builders make the
+manifests; ``Batch`` only registers them. Design and sources: docs/batch.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from batch import layout
+from components.credentials import SecretRef
+from components.manifests import Manifest, guaranteed
+from components.options import child_options
+from stacks.plan import BatchSpec
+
+RUNNER = "batch-runner"
+CODE = "batch-runner-code"
+AUTHENTICATION = "batch-bucket"
+PACKAGE = Path(__file__).resolve().parent.parent / "batch"
+# Where the ConfigMap's files appear: the package folder on the runner's PYTHONPATH.
+CODE_ROOT = "/opt/runner"
+REQUIREMENTS = "requirements.txt"
+METRICS_PORT_NAME = "metrics"
+# Bucket roles: read, write and delete objects, and list them; no bucket settings, no IAM.
+OBJECT_USER = "roles/storage.objectUser"
+OBJECT_VIEWER = "roles/storage.objectViewer"
+WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
+# Scale-down of the runner: its last scrape (backlog 0) must reach Managed Prometheus before it goes.
+RUNNER_COOLDOWN_SECONDS = 300
+# A runner told to stop releases its claim's lease and lets requests in flight finish.
+RUNNER_GRACE_SECONDS = 60
+
+
+def package_files() -> dict[str, str]:
+    """The runner's code as the ConfigMap carries it: every module of ``batch`` and its pinned requirements."""
+    files = sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob(REQUIREMENTS))
+    return {path.name: path.read_text() for path in files}
+
+
+def code_digest(files: dict[str, str]) -> str:
+    """Changes with any file: the pod template carries it, so new code restarts the runners."""
+    digest = hashlib.sha256()
+    for name, text in sorted(files.items()):
+        digest.update(f"{name}\0{text}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleRuleArgs]:
+    """Finished inputs are deleted after their retention; outputs, errors and reports stay the user's to keep."""
+    return [
+        gcp.storage.BucketLifecycleRuleArgs(
+            action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+            condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                age=spec.settings.finished_retention_days, matches_prefixes=[layout.FINISHED]
+            ),
+        )
+    ]
+
+
+def workload_identity_member(project: str, namespace: str, account: str) -> str:
+    """The Kubernetes service account as a Google principal (GKE Workload Identity)."""
+    return f"serviceAccount:{project}.svc.id.goog[{namespace}/{account}]"
+
+
+def runner_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": RUNNER}
+
+
+def service_account(spec: BatchSpec, google_account: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": RUNNER,
+            "namespace": spec.namespace,
+            "labels": spec.labels,
+            # Workload Identity: the runner acts as its own Google service account, with no key.
+            "annotations": {"iam.gke.io/gcp-service-account": google_account},
+        },
+    }
+
+
+def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
+    """``get`` on the replicas' Deployment and nothing else: Ready replicas, and replica-hours for the report."""
+    meta = {"name": RUNNER, "namespace": spec.namespace, "labels": spec.labels}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta,
+            "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [spec.deployment], "verbs": ["get"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": RUNNER},
+            "subjects": [{"kind": "ServiceAccount", "name": RUNNER, "namespace": spec.namespace}],
+        },
+    ]
+
+
+def code_config_map(spec: BatchSpec, files: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CODE, "namespace": spec.namespace, "labels": spec.labels},
+        "data": files,
+    }
+
+
+def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[str, Any]]:
+    """The runner's environment, by the names batch/layout.py gives it."""
+    values: dict[str, str | None] = {
+        layout.ENV_BUCKET: spec.bucket,
+        layout.ENV_SERVING_URL: spec.serving_url,
+        layout.ENV_SERVED_MODEL: spec.served_model,
+        layout.ENV_REPLICAS_DEPLOYMENT: spec.deployment,
+        layout.ENV_CONCURRENCY_PER_REPLICA: str(spec.concurrency_per_replica),
+        layout.ENV_METRICS_PORT: str(layout.METRICS_PORT),
+        # Without a price (flex-start with no capacity.pricePerNodeHour) or a reference figure, the report leaves cost out.
+        layout.ENV_PRICE_PER_REPLICA_HOUR: None if spec.price_per_replica_hour is None else str(spec.price_per_replica_hour),
+        layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS: (
+            None if spec.estimated_usd_per_million_tokens is None else str(spec.estimated_usd_per_million_tokens)
+        ),
+        "PYTHONPATH": CODE_ROOT,
+        "PYTHONUNBUFFERED": "1",
+    }
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in values.items() if value is not None]
+    env.append({"name": layout.ENV_NAMESPACE, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}})
+    if api_key is not None:
+        env.append(api_key.env(layout.ENV_API_KEY))
+    return env
+
+
+def runner_command(files: dict[str, str]) -> list[str]:
+    """Install the pinned requirements (hashes checked), then run the package from the ConfigMap."""
+    steps = []
+    if REQUIREMENTS in files:
+        steps.append(f"pip install --no-cache-dir --quiet --require-hashes -r {CODE_ROOT}/batch/{REQUIREMENTS}")
+    steps.append("exec python -m batch run")
+    return ["sh", "-c", " && ".join(steps)]
+
+
+def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
+    """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
+    settings = spec.settings
+    container = {
+        "name": RUNNER,
+        "image": spec.image,
+        "command": runner_command(files),
+        "env": runner_environment(spec, api_key),
+        "ports": [{"name": METRICS_PORT_NAME, "containerPort": layout.METRICS_PORT, "protocol": "TCP"}],
+        "resources": guaranteed({"cpu": settings.runner_cpu, "memory": settings.runner_memory, "ephemeral-storage": "1Gi"}),
+        "volumeMounts": [{"name": "code", "mountPath": f"{CODE_ROOT}/batch", "readOnly": True}],
+        "securityContext": {"allowPrivilegeEscalation": False},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": RUNNER, "namespace": spec.namespace, "labels": spec.labels},
+        "spec": {
+            # KEDA owns the count from here on (0 until an input waits).
+            "replicas": 0,
+            "selector": {"matchLabels": runner_labels()},
+            "template": {
+                "metadata": {"labels": runner_labels(), "annotations": {"batch.llm-serving/code": code_digest(files)}},
+                "spec": {
+                    "serviceAccountName": RUNNER,
+                    "terminationGracePeriodSeconds": RUNNER_GRACE_SECONDS,
+                    "containers": [container],
+                    "volumes": [{"name": "code", "configMap": {"name": CODE}}],
+                },
+            },
+        },
+    }
+
+
+def runner_pod_monitoring(spec: BatchSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": RUNNER, "namespace": spec.namespace, "labels": spec.labels},
+        "spec": {
+            "selector": {"matchLabels": runner_labels()},
+            "endpoints": [{"port": METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}],
+        },
+    }
+
+
+def trigger_authentication(spec: BatchSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "TriggerAuthentication",
+        "metadata": {"name": AUTHENTICATION, "namespace": spec.namespace, "labels": spec.labels},
+        # KEDA's operator lists the bucket as its own Google identity (objectViewer on this bucket).
+        "spec": {"podIdentity": {"provider": "gcp"}},
+    }
+
+
+def runner_scaled_object(spec: BatchSpec) -> dict[str, Any]:
+    """One runner per input waiting or running, up to the workers that saturate the most replicas."""
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": RUNNER, "namespace": spec.namespace, "labels": spec.labels},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": RUNNER},
+            "minReplicaCount": 0,
+            "maxReplicaCount": spec.workers,
+            "pollingInterval": spec.poll_seconds,
+            "cooldownPeriod": RUNNER_COOLDOWN_SECONDS,
+            "triggers": [
+                {
+                    "type": "gcp-storage",
+                    "name": "batch-input",
+                    "metadata": {
+                        "bucketName": spec.bucket,
+                        "blobPrefix": layout.INPUT,
+                        # A runner claims one input at a time: one runner per input.
+                        "targetObjectCount": "1",
+                        "activationTargetObjectCount": "0",
+                    },
+                    "authenticationRef": {"name": AUTHENTICATION},
+                }
+            ],
+        },
+    }
+
+
+class Batch(pulumi.ComponentResource):
+    """Registers the bucket, the runner's identities and grants, its code, Deployment, PodMonitoring and ScaledObject."""
+
+    REGISTERS = (gcp.storage.Bucket, gcp.storage.BucketIAMMember, gcp.serviceaccount.Account, gcp.serviceaccount.IAMMember)
+    # The runner and KEDA read the bucket as Google service accounts they impersonate through Workload Identity.
+    USES = ("storage.googleapis.com", "iamcredentials.googleapis.com")
+
+    def __init__(
+        self,
+        name: str,
+        spec: BatchSpec,
+        *,
+        keda_identity: pulumi.Input[str],
+        keda: pulumi.Resource,
+        api_key: SecretRef | None,
+        kubernetes: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("llm:batch:Batch", name, None, opts)
+        on_gcp = child_options(self, opts)
+        in_cluster = child_options(self, opts, kubernetes)
+        self.bucket = gcp.storage.Bucket(
+            "batch",
+            name=spec.bucket,
+            project=spec.project,
+            location=spec.region.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            # Outputs and reports are the user's: a destroy never empties the bucket on its own.
+            force_destroy=False,
+            lifecycle_rules=bucket_lifecycle_rules(spec),
+            labels=spec.labels,
+            opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(protect=spec.protect)),
+        )
+        identity = gcp.serviceaccount.Account(
+            RUNNER, account_id=RUNNER, display_name="Batch runner (reads and writes the batch bucket)", project=spec.project, opts=on_gcp
+        )
+        keda_reads = gcp.storage.BucketIAMMember(
+            "batch-keda-reads", bucket=self.bucket.name, role=OBJECT_VIEWER, member=keda_identity, opts=on_gcp
+        )
+        runner_grants = [
+            gcp.storage.BucketIAMMember(
+                "batch-runner-objects", bucket=self.bucket.name, role=OBJECT_USER, member=identity.member, opts=on_gcp
+            ),
+            gcp.serviceaccount.IAMMember(
+                "batch-runner-workload-identity",
+                service_account_id=identity.name,
+                role=WORKLOAD_IDENTITY_USER,
+                member=workload_identity_member(spec.project, spec.namespace, RUNNER),
+                opts=on_gcp,
+            ),
+        ]
+        files = package_files()
+        account = Manifest(RUNNER, service_account(spec, identity.email), in_cluster)
+        access = [Manifest(RUNNER, manifest, in_cluster) for manifest in deployment_reader(spec)]
+        code = Manifest(CODE, code_config_map(spec, files), in_cluster)
+        runner = Manifest(
+            RUNNER,
+            runner_deployment(spec, files, api_key),
+            pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(
+                    depends_on=[account, *access, code, *runner_grants],
+                    # KEDA sets the count; `pulumi up` must not put it back to 0 mid-batch.
+                    ignore_changes=["spec.replicas"],
+                ),
+            ),
+        )
+        Manifest(RUNNER, runner_pod_monitoring(spec), in_cluster)
+        # KEDA's chart installs the CRDs of these two.
+        after_keda = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[keda]))
+        authentication = Manifest(AUTHENTICATION, trigger_authentication(spec), after_keda)
+        Manifest(
+            RUNNER,
+            runner_scaled_object(spec),
+            pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[keda, runner, authentication, keda_reads])),
+        )
+        self.bucket_name = self.bucket.name
+        self.register_outputs({"bucket": self.bucket_name, "workers": spec.workers})

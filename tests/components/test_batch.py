@@ -1,0 +1,255 @@
+"""The batch path: a private bucket, a runner with its own identities, and a wake trigger that exists at zero."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batch import layout
+from batch.sizing import runner_workers
+from render.engine import Render, render_stack, reveal
+from render.lifecycle import destroy
+from render.promql import check_monitoring
+from render.scaling import HPA_SYNC_SECONDS, reference_serving, scaling_timeline, simulate
+from stacks.problems import StackConfigError
+from tests.conftest import render_with
+
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+RUNNER = "batch-runner"
+PACKAGE = Path(__file__).resolve().parent.parent.parent / "batch"
+IDLE_MINUTES = 15
+
+
+def batch_render(stack: str = "prod", **changes: Any) -> Render:
+    return render_with(stack, **{"autoscaling": {"enabled": True, "idleMinutes": IDLE_MINUTES}, "batch": {"enabled": True}, **changes})
+
+
+@cache
+def with_batch(stack: str = "prod") -> Render:
+    return batch_render(stack)
+
+
+def manifest(render: Render, kind: str, name: str) -> dict[str, Any]:
+    (found,) = [r.inputs for r in render.resources if r.inputs.get("kind") == kind and r.inputs["metadata"]["name"] == name]
+    return dict(found)
+
+
+def runner_container(render: Render) -> dict[str, Any]:
+    container: dict[str, Any] = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def test_batches_need_autoscaling_and_the_error_names_the_key_and_the_fix() -> None:
+    with pytest.raises(StackConfigError) as error:
+        render_with("prod", batch={"enabled": True})
+    assert "llm:batch.enabled" in str(error.value) and "autoscaling.enabled: true" in str(error.value)
+
+
+def test_without_batches_there_is_no_bucket_runner_or_wake_trigger() -> None:
+    render = render_with("prod", autoscaling={"enabled": True})
+    assert render.by_type(BUCKET) == [] and "batchBucket" not in render.outputs
+    assert [r.inputs["metadata"]["name"] for r in render.by_type(SCALED_OBJECT)] == ["vllm"]
+
+
+def test_the_bucket_is_private_and_deletes_finished_inputs_after_their_retention() -> None:
+    render = batch_render(batch={"enabled": True, "finishedRetentionDays": 3})
+    bucket = render.one(BUCKET).inputs
+    assert bucket["uniformBucketLevelAccess"] is True and bucket["publicAccessPrevention"] == "enforced"
+    assert bucket["forceDestroy"] is False
+    # Only inputs already answered are deleted; outputs, errors and reports stay.
+    assert bucket["lifecycleRules"] == [{"action": {"type": "Delete"}, "condition": {"age": 3, "matchesPrefixes": [layout.FINISHED]}}]
+    assert reveal(render.outputs)["batchBucket"] == bucket["name"] == "llm-serving-prod-prod-batch"
+
+
+def test_a_production_stack_protects_its_bucket_and_a_destroy_stops_there() -> None:
+    prod = with_batch()
+    assert prod.one(BUCKET).protect and prod.one(BUCKET) in destroy(prod).refused
+    dev = with_batch("dev")
+    assert not dev.one(BUCKET).protect and dev.one(BUCKET) in destroy(dev).deletes
+
+
+def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_it() -> None:
+    render = with_batch()
+    bucket = render.one(BUCKET).inputs["name"]
+    grants = {r.inputs["member"]: (r.inputs["bucket"], r.inputs["role"]) for r in render.by_type(BUCKET_MEMBER)}
+    runner = f"serviceAccount:{RUNNER}@llm-serving-prod.iam.gserviceaccount.com"
+    keda = "serviceAccount:keda-operator@llm-serving-prod.iam.gserviceaccount.com"
+    assert grants == {runner: (bucket, "roles/storage.objectUser"), keda: (bucket, "roles/storage.objectViewer")}
+    # No project-wide role for the runner: only the bucket's own IAM.
+    assert all(r.inputs["member"] != runner for r in render.by_type(PROJECT_MEMBER))
+
+
+def test_the_runners_kubernetes_account_is_its_google_account_through_workload_identity() -> None:
+    render = with_batch()
+    account = manifest(render, "ServiceAccount", RUNNER)
+    email = account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
+    assert email == f"{RUNNER}@llm-serving-prod.iam.gserviceaccount.com"
+    (binding,) = [r.inputs for r in render.by_type("gcp:serviceaccount/iAMMember:IAMMember") if r.name == "batch-runner-workload-identity"]
+    assert binding["role"] == "roles/iam.workloadIdentityUser"
+    assert binding["member"] == f"serviceAccount:llm-serving-prod.svc.id.goog[llm-serving/{RUNNER}]"
+    assert manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]["serviceAccountName"] == RUNNER
+    # No key anywhere: nothing in the runner's pod reads a credentials file.
+    assert not any("CREDENTIALS" in e["name"] for e in runner_container(render)["env"])
+
+
+def test_the_runner_may_get_the_replicas_deployment_and_nothing_else() -> None:
+    render = with_batch()
+    role = manifest(render, "Role", RUNNER)
+    assert role["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": ["vllm"], "verbs": ["get"]}]
+    binding = manifest(render, "RoleBinding", RUNNER)
+    assert binding["roleRef"]["name"] == RUNNER and binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": RUNNER, "namespace": "llm-serving"}
+    ]
+
+
+def test_the_runners_config_map_holds_the_batch_package_as_it_is_in_the_repository() -> None:
+    data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
+    expected = {p.name: p.read_text() for p in [*PACKAGE.glob("*.py"), *PACKAGE.glob("requirements.txt")]}
+    assert data == expected and {"__init__.py", "layout.py", "sizing.py"} <= set(data)
+
+
+def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() -> None:
+    render = with_batch()
+    pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
+    container = runner_container(render)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    (mount,) = container["volumeMounts"]
+    assert mount["mountPath"] == f"{env['PYTHONPATH']}/batch" and mount["readOnly"] is True
+    assert pod["volumes"] == [{"name": mount["name"], "configMap": {"name": "batch-runner-code"}}]
+    assert container["command"][-1].endswith("exec python -m batch run")
+    assert container["image"].endswith("python:3.12.7-slim-bookworm")
+
+
+def test_new_runner_code_restarts_the_runners() -> None:
+    template = manifest(with_batch(), "Deployment", RUNNER)["spec"]["template"]
+    data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
+    digest = hashlib.sha256()
+    for name, text in sorted(data.items()):
+        digest.update(f"{name}\0{text}\0".encode())
+    assert template["metadata"]["annotations"] == {"batch.llm-serving/code": digest.hexdigest()[:16]}
+
+
+def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
+    render = with_batch()
+    env = {e["name"]: e for e in runner_container(render)["env"]}
+    values = {name: e.get("value") for name, e in env.items()}
+    assert values[layout.ENV_BUCKET] == render.one(BUCKET).inputs["name"]
+    assert values[layout.ENV_SERVING_URL] == "http://vllm.llm-serving.svc.cluster.local:8000"
+    assert values[layout.ENV_SERVED_MODEL] == "Qwen/Qwen3.5-27B-FP8"
+    assert values[layout.ENV_REPLICAS_DEPLOYMENT] == "vllm"
+    assert values[layout.ENV_CONCURRENCY_PER_REPLICA] == "2000"
+    assert values[layout.ENV_METRICS_PORT] == str(layout.METRICS_PORT)
+    # The stack's own prices: the reservation's list price and the estimate at 12 replicas.
+    estimates = reveal(render.outputs)["estimates"]
+    assert float(values[layout.ENV_PRICE_PER_REPLICA_HOUR]) == 88.93
+    assert float(values[layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS]) == estimates["dollarsPerMillionTokens"]
+    assert env[layout.ENV_NAMESPACE]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert layout.ENV_API_KEY not in env
+
+
+def test_the_runner_reads_the_api_key_from_the_stacks_secret() -> None:
+    render = render_stack("batch", secrets={"apiKey": "sk-test-key"})
+    env = {e["name"]: e for e in runner_container(render)["env"]}
+    assert env[layout.ENV_API_KEY]["valueFrom"] == {"secretKeyRef": {"name": "vllm-api-key", "key": "value"}}
+
+
+def test_a_price_the_stack_does_not_know_is_left_out_of_the_runners_environment() -> None:
+    render = batch_render("dev", capacity={"mode": "flex-start"})
+    names = {e["name"] for e in runner_container(render)["env"]}
+    assert layout.ENV_PRICE_PER_REPLICA_HOUR not in names and layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS not in names
+
+
+def test_the_runner_is_scaled_from_zero_by_the_inputs_waiting_up_to_the_workers_for_the_most_replicas() -> None:
+    render = batch_render(autoscaling={"enabled": True, "maxReplicas": 12, "pollSeconds": 20, "idleMinutes": IDLE_MINUTES})
+    (runner,) = [r.inputs for r in render.by_type(SCALED_OBJECT) if r.inputs["metadata"]["name"] == RUNNER]
+    spec = runner["spec"]
+    assert spec["scaleTargetRef"]["name"] == RUNNER and manifest(render, "Deployment", RUNNER)["spec"]["replicas"] == 0
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"], spec["pollingInterval"]) == (0, runner_workers(12), 20)
+    (trigger,) = spec["triggers"]
+    assert trigger["type"] == "gcp-storage"
+    assert trigger["metadata"]["bucketName"] == render.one(BUCKET).inputs["name"]
+    assert (trigger["metadata"]["blobPrefix"], trigger["metadata"]["activationTargetObjectCount"]) == (layout.INPUT, "0")
+    authentication = manifest(render, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+    assert authentication["spec"] == {"podIdentity": {"provider": "gcp"}}
+    # KEDA owns the count: `pulumi up` never puts a running batch's runners back to zero.
+    assert next(r for r in render.by_type(DEPLOYMENT) if r.inputs["metadata"]["name"] == RUNNER).ignore_changes == ("spec.replicas",)
+
+
+def test_an_input_waiting_wakes_the_replicas_and_the_runners_backlog_sizes_them() -> None:
+    from render.scaling import replicas_scaled_object
+
+    render = with_batch()
+    scaled_object = replicas_scaled_object(render)
+    assert scaled_object is not None
+    triggers = {t["name"]: t for t in scaled_object["spec"]["triggers"]}
+    wake = triggers["batch-input"]
+    assert wake["type"] == "gcp-storage" and wake["metadata"]["blobPrefix"] == layout.INPUT
+    assert wake["metadata"]["bucketName"] == render.one(BUCKET).inputs["name"]
+    assert wake["metadata"]["activationTargetObjectCount"] == "0"
+    backlog = triggers["batch-backlog"]
+    assert backlog["metadata"]["query"] == f'sum({layout.BACKLOG}{{namespace="llm-serving"}})'
+    assert backlog["metadata"]["threshold"] == triggers["concurrency"]["metadata"]["threshold"]
+    # The replicas keep following their own load too.
+    assert triggers["concurrency"]["type"] == "prometheus"
+
+
+def test_the_runner_is_scraped_on_its_metrics_port() -> None:
+    render = with_batch()
+    monitoring = manifest(render, "PodMonitoring", RUNNER)
+    pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]
+    assert monitoring["spec"]["selector"]["matchLabels"] == pod["metadata"]["labels"]
+    (endpoint,) = monitoring["spec"]["endpoints"]
+    (port,) = runner_container(render)["ports"]
+    assert endpoint["port"] == port["name"] and port["containerPort"] == layout.METRICS_PORT
+
+
+def test_the_dashboard_shows_batch_progress_and_every_query_reads_exported_metrics() -> None:
+    render = with_batch()
+    board = render.one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"]
+    for metric in (layout.BACKLOG, layout.IN_FLIGHT, layout.WAITING_FILES, layout.DONE, layout.FAILED):
+        assert metric in board
+    assert check_monitoring(render) > 0
+
+
+def test_the_storage_api_is_enabled_before_the_bucket() -> None:
+    render = with_batch()
+    (storage,) = [s for s in render.by_type("gcp:projects/service:Service") if s.inputs["service"] == "storage.googleapis.com"]
+    assert render.depends_on(render.one(BUCKET), storage)
+
+
+def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_returns_to_zero_idle_minutes_after() -> None:
+    from render.scaling import batch_from_zero, replicas_scaled_object
+
+    scaled_object = replicas_scaled_object(with_batch())
+    assert scaled_object is not None
+    serving = reference_serving(drain_seconds=35)
+    requests = 1_000_000
+    steps = simulate(scaled_object, serving, batch_from_zero(requests))
+    poll = scaled_object["spec"]["pollingInterval"]
+    assert steps[0].ready == 0
+    first_ready = next(s.second for s in steps if s.ready >= 1)
+    assert first_ready <= poll + serving.cold_start_seconds + HPA_SYNC_SECONDS
+    # The first replica wakes on the input; the runner's backlog asks for the rest one sync later: one cold start for all 12.
+    need = min(12, math.ceil(requests / serving.requests_per_replica))
+    assert max(s.desired for s in steps) == need and next(s.second for s in steps if s.ready == need) <= first_ready + HPA_SYNC_SECONDS
+    # Never more in flight than the Ready replicas run; nothing aborted.
+    assert all(s.outstanding <= s.ready * serving.requests_per_replica for s in steps) and sum(s.aborted for s in steps) == 0
+    last_request = max(s.second for s in steps if s.outstanding > 0)
+    zero = next(s.second for s in steps if s.second > last_request and s.desired == 0)
+    # KEDA counts idleMinutes from its last poll that saw the batch: at most one poll before the last answer.
+    assert last_request + IDLE_MINUTES * 60 - poll <= zero <= last_request + IDLE_MINUTES * 60 + poll + HPA_SYNC_SECONDS
+    assert all(s.desired > 0 for s in steps if first_ready <= s.second <= last_request)
+
+
+def test_the_render_prints_the_wake_trace_only_for_a_stack_that_runs_batches() -> None:
+    assert "batch wake:" in scaling_timeline(with_batch())
+    assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
