@@ -56,7 +56,8 @@ def test_batches_need_autoscaling_and_the_error_names_the_key_and_the_fix() -> N
 
 def test_without_batches_there_is_no_bucket_runner_or_wake_trigger() -> None:
     render = render_with("prod", autoscaling={"enabled": True})
-    assert render.by_type(BUCKET) == [] and "batchBucket" not in render.outputs
+    # The compile cache's bucket is the only one (components/compile_cache.py).
+    assert [r.name for r in render.by_type(BUCKET)] == ["compile-cache"] and "batchBucket" not in render.outputs
     assert [r.inputs["metadata"]["name"] for r in render.by_type(SCALED_OBJECT)] == ["vllm"]
 
 
