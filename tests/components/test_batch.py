@@ -63,7 +63,7 @@ def test_without_batches_there_is_no_bucket_runner_or_wake_trigger() -> None:
 
 def test_the_bucket_is_private_and_deletes_finished_inputs_after_their_retention() -> None:
     render = batch_render(batch={"enabled": True, "finishedRetentionDays": 3})
-    bucket = render.one(BUCKET).inputs
+    bucket = render.one(BUCKET, "batch").inputs
     assert bucket["uniformBucketLevelAccess"] is True and bucket["publicAccessPrevention"] == "enforced"
     assert bucket["forceDestroy"] is False
     # Only inputs already answered are deleted; outputs, errors and reports stay.
@@ -73,18 +73,21 @@ def test_the_bucket_is_private_and_deletes_finished_inputs_after_their_retention
 
 def test_a_production_stack_protects_its_bucket_and_a_destroy_stops_there() -> None:
     prod = with_batch()
-    assert prod.one(BUCKET).protect and prod.one(BUCKET) in destroy(prod).refused
+    assert prod.one(BUCKET, "batch").protect and prod.one(BUCKET, "batch") in destroy(prod).refused
     dev = with_batch("dev")
-    assert not dev.one(BUCKET).protect and dev.one(BUCKET) in destroy(dev).deletes
+    assert not dev.one(BUCKET, "batch").protect and dev.one(BUCKET, "batch") in destroy(dev).deletes
 
 
 def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_it() -> None:
     render = with_batch()
-    bucket = render.one(BUCKET).inputs["name"]
-    grants = {r.inputs["member"]: (r.inputs["bucket"], r.inputs["role"]) for r in render.by_type(BUCKET_MEMBER)}
+    bucket = render.one(BUCKET, "batch").inputs["name"]
+    members = [r.inputs for r in render.by_type(BUCKET_MEMBER)]
+    grants = {m["member"]: m["role"] for m in members if m["bucket"] == bucket}
     runner = f"serviceAccount:{RUNNER}@llm-serving-prod.iam.gserviceaccount.com"
     keda = "serviceAccount:keda-operator@llm-serving-prod.iam.gserviceaccount.com"
-    assert grants == {runner: (bucket, "roles/storage.objectUser"), keda: (bucket, "roles/storage.objectViewer")}
+    assert grants == {runner: "roles/storage.objectUser", keda: "roles/storage.objectViewer"}
+    # Neither has a grant on any other bucket (the compile cache's has its own reader).
+    assert all(m["member"] not in (runner, keda) for m in members if m["bucket"] != bucket)
     # No project-wide role for the runner: only the bucket's own IAM.
     assert all(r.inputs["member"] != runner for r in render.by_type(PROJECT_MEMBER))
 
@@ -143,7 +146,7 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     render = with_batch()
     env = {e["name"]: e for e in runner_container(render)["env"]}
     values = {name: e.get("value") for name, e in env.items()}
-    assert values[layout.ENV_BUCKET] == render.one(BUCKET).inputs["name"]
+    assert values[layout.ENV_BUCKET] == render.one(BUCKET, "batch").inputs["name"]
     assert values[layout.ENV_SERVING_URL] == "http://vllm.llm-serving.svc.cluster.local:8000"
     assert values[layout.ENV_SERVED_MODEL] == "Qwen/Qwen3.5-27B-FP8"
     assert values[layout.ENV_REPLICAS_DEPLOYMENT] == "vllm"
@@ -177,7 +180,7 @@ def test_the_runner_is_scaled_from_zero_by_the_inputs_waiting_up_to_the_workers_
     assert (spec["minReplicaCount"], spec["maxReplicaCount"], spec["pollingInterval"]) == (0, runner_workers(12), 20)
     (trigger,) = spec["triggers"]
     assert trigger["type"] == "gcp-storage"
-    assert trigger["metadata"]["bucketName"] == render.one(BUCKET).inputs["name"]
+    assert trigger["metadata"]["bucketName"] == render.one(BUCKET, "batch").inputs["name"]
     assert (trigger["metadata"]["blobPrefix"], trigger["metadata"]["activationTargetObjectCount"]) == (layout.INPUT, "0")
     authentication = manifest(render, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     assert authentication["spec"] == {"podIdentity": {"provider": "gcp"}}
@@ -194,7 +197,7 @@ def test_an_input_waiting_wakes_the_replicas_and_the_runners_backlog_sizes_them(
     triggers = {t["name"]: t for t in scaled_object["spec"]["triggers"]}
     wake = triggers["batch-input"]
     assert wake["type"] == "gcp-storage" and wake["metadata"]["blobPrefix"] == layout.INPUT
-    assert wake["metadata"]["bucketName"] == render.one(BUCKET).inputs["name"]
+    assert wake["metadata"]["bucketName"] == render.one(BUCKET, "batch").inputs["name"]
     assert wake["metadata"]["activationTargetObjectCount"] == "0"
     backlog = triggers["batch-backlog"]
     assert backlog["metadata"]["query"] == f'sum({layout.BACKLOG}{{namespace="llm-serving"}})'
@@ -224,7 +227,7 @@ def test_the_dashboard_shows_batch_progress_and_every_query_reads_exported_metri
 def test_the_storage_api_is_enabled_before_the_bucket() -> None:
     render = with_batch()
     (storage,) = [s for s in render.by_type("gcp:projects/service:Service") if s.inputs["service"] == "storage.googleapis.com"]
-    assert render.depends_on(render.one(BUCKET), storage)
+    assert render.depends_on(render.one(BUCKET, "batch"), storage)
 
 
 def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_returns_to_zero_idle_minutes_after() -> None:

@@ -305,10 +305,10 @@ BREAKS: dict[str, Break] = {
     ),
     "a cluster without the app label": Break("project-labels", _edit("dev", lambda s: s.inputs(CLUSTER)["resourceLabels"].pop("app"))),
     "a batch bucket that inherits public access": Break(
-        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(publicAccessPrevention="inherited"))
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET, "batch").update(publicAccessPrevention="inherited"))
     ),
     "a batch bucket with object ACLs": Break(
-        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET).update(uniformBucketLevelAccess=False))
+        "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET, "batch").update(uniformBucketLevelAccess=False))
     ),
     "a batch bucket readable by allUsers": Break(
         "private-buckets", _edit("batch", lambda s: s.inputs(BUCKET_MEMBER, "batch-keda-reads").update(member="allUsers"))
