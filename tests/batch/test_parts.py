@@ -10,8 +10,6 @@ from google.api_core.exceptions import PreconditionFailed
 
 from tests.batch.conftest import DEPLOYMENT, NAMESPACE, KubernetesApi
 
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 21: there is no batch runner yet")
-
 
 def test_submit_streams_the_file_under_input_and_never_replaces_a_waiting_batch(bucket: storage.Bucket, tmp_path: Path) -> None:
     from batch.__main__ import submit

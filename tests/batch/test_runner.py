@@ -19,8 +19,6 @@ import pytest
 
 from tests.batch.conftest import DEPLOYMENT, NAMESPACE, ROOT, KubernetesApi, VllmLike, chat_line, read_jsonl, upload_lines
 
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 21: there is no batch runner yet")
-
 
 def run_once(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, **overrides: Any) -> Any:
     from batch.metrics import Progress
