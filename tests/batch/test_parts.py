@@ -65,3 +65,14 @@ def test_the_runner_environment_names_what_is_missing() -> None:
     )
     assert (settings.workers, settings.concurrency_per_replica, settings.price_per_replica_hour) == (6, 2000, 88.93)
     assert settings.estimated_usd_per_million_tokens is None
+
+
+def test_the_pods_requirements_pin_what_the_tests_ran_with_and_carry_hashes() -> None:
+    import re
+    from importlib.metadata import version
+
+    text = (Path(__file__).parents[2] / "batch" / "requirements.txt").read_text()
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", text, re.MULTILINE))
+    assert {"aiohttp", "google-cloud-storage", "prometheus-client"} <= set(pins)
+    assert {name: version(name) for name in pins} == pins
+    assert text.count("==") == len(pins) and all(f"{name}=={pin} \\\n    --hash=sha256:" in text for name, pin in pins.items())
