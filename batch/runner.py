@@ -135,7 +135,20 @@ def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> ReplicaC
 def run_workers(settings: RunnerSettings, held: objects.Claim, progress: Progress, stop: threading.Event) -> None:
     """One worker answers every part in-process; more split the parts by index across processes."""
     if settings.workers == 1:
-        asyncio.run(run_shard(settings, held, progress, 0, 1, stop.is_set))
+        # In a thread of its own, like a worker process: the event loop's life never touches the caller's.
+        failures: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                asyncio.run(run_shard(settings, held, progress, 0, 1, stop.is_set))
+            except BaseException as error:
+                failures.append(error)
+
+        worker = threading.Thread(target=work, name="worker")
+        worker.start()
+        worker.join()
+        if failures:
+            raise failures[0]
         return
     context = multiprocessing.get_context("spawn")
     workers = [

@@ -281,7 +281,6 @@ def test_memory_stays_flat_from_ten_thousand_to_a_hundred_thousand_lines(
     assert (report["succeeded"], report["bad_lines"]) == (4000, 96_000)
 
 
-@pytest.mark.xfail(strict=True, reason="the in-process worker's asyncio.run clears the caller's event loop")
 def test_a_batch_run_in_process_leaves_the_callers_event_loop_alone(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
