@@ -144,9 +144,9 @@ def run_workers(settings: RunnerSettings, held: objects.Claim, progress: Progres
             except BaseException as error:
                 failures.append(error)
 
-        worker = threading.Thread(target=work, name="worker")
-        worker.start()
-        worker.join()
+        thread = threading.Thread(target=work, name="worker")
+        thread.start()
+        thread.join()
         if failures:
             raise failures[0]
         return
