@@ -291,5 +291,5 @@ def test_a_batch_run_in_process_leaves_the_callers_event_loop_alone(
         run_once(bucket, vllm_like(), kubernetes_api)
         assert asyncio.get_event_loop() is loop  # Pulumi's engine, in the same process, runs on it
     finally:
-        asyncio.set_event_loop(None)
         loop.close()
+        asyncio.set_event_loop(asyncio.new_event_loop())  # as open as the tests after this one expect
