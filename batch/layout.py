@@ -35,3 +35,4 @@ IN_FLIGHT: Final = "batch_in_flight_requests"  # gauge
 DONE: Final = "batch_done_requests_total"  # counter: answered with a response
 FAILED: Final = "batch_failed_requests_total"  # counter: answered with an error
 WAITING_FILES: Final = "batch_waiting_files"  # gauge: inputs not yet claimed
+ENV_WORKERS: Final = "RUNNER_WORKERS"  # worker processes in one runner pod (batch.sizing.runner_workers)

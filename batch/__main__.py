@@ -1,0 +1,98 @@
+"""``python -m batch run`` (the runner in the cluster) and ``python -m batch submit FILE --bucket B``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import google.cloud.storage as storage
+from google.api_core.exceptions import PreconditionFailed
+from prometheus_client import start_http_server
+from prometheus_client.registry import CollectorRegistry
+
+from batch import layout
+from batch.metrics import Progress, ProgressCollector
+from batch.replicas import DeploymentApi
+from batch.runner import RunnerSettings, count_waiting, run_waiting
+
+# Upload in 16 MiB pieces: a resumable upload, so the file is never read into memory whole.
+UPLOAD_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def _optional_float(environ: dict[str, str], name: str) -> float | None:
+    value = environ.get(name)
+    return float(value) if value else None
+
+
+def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
+    """The runner's settings from the environment its pod template sets (names in batch.layout)."""
+    missing = [name for name in (layout.ENV_BUCKET, layout.ENV_SERVING_URL, layout.ENV_CONCURRENCY_PER_REPLICA) if not environ.get(name)]
+    if missing:
+        raise SystemExit(f"batch run: set {', '.join(missing)} in the runner's environment")
+    return RunnerSettings(
+        bucket=environ[layout.ENV_BUCKET],
+        serving_url=environ[layout.ENV_SERVING_URL],
+        concurrency_per_replica=int(environ[layout.ENV_CONCURRENCY_PER_REPLICA]),
+        served_model=environ.get(layout.ENV_SERVED_MODEL) or None,
+        api_key=environ.get(layout.ENV_API_KEY) or None,
+        workers=int(environ.get(layout.ENV_WORKERS) or 1),
+        price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),
+        estimated_usd_per_million_tokens=_optional_float(environ, layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS),
+    )
+
+
+def run(once: bool) -> None:
+    settings = settings_from_env(dict(os.environ))
+    deployment = DeploymentApi.in_cluster(os.environ[layout.ENV_NAMESPACE], os.environ[layout.ENV_REPLICAS_DEPLOYMENT])
+    progress = Progress()
+    registry = CollectorRegistry()
+    registry.register(ProgressCollector(progress))
+    start_http_server(int(os.environ.get(layout.ENV_METRICS_PORT) or layout.METRICS_PORT), registry=registry)
+    client = storage.Client()
+    while True:
+        progress.waiting_files.value = count_waiting(settings, client)
+        run_waiting(settings, client, deployment, progress)
+        if once:
+            return
+        # KEDA scales the runner to zero once input/ is empty; until then, look again.
+        time.sleep(settings.poll_seconds)
+
+
+def submit(file: Path, bucket: str, name: str | None, client: storage.Client | None = None) -> str:
+    """Uploads a batch file under input/, streamed; returns the object's name."""
+    object_name = layout.INPUT + (name or file.name)
+    blob = (client or storage.Client()).bucket(bucket).blob(object_name, chunk_size=UPLOAD_CHUNK_BYTES)
+    # Never replace an input already waiting or running under that name.
+    blob.upload_from_filename(str(file), content_type="application/jsonl", if_generation_match=0)
+    return object_name
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m batch")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_command = commands.add_parser("run", help="run waiting batches (in the cluster; settings from the environment)")
+    run_command.add_argument("--once", action="store_true", help="run what is waiting, then exit")
+    submit_command = commands.add_parser("submit", help="upload an OpenAI Batch API file to the stack's bucket")
+    submit_command.add_argument("file", type=Path)
+    submit_command.add_argument("--bucket", required=True, help="the stack's batch bucket (pulumi stack output batchBucket)")
+    submit_command.add_argument("--name", help="object name under input/ (default: the file's name)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "run":
+        run(args.once)
+    else:
+        try:
+            print(f"gs://{args.bucket}/{submit(args.file, args.bucket, args.name)}")
+        except PreconditionFailed:
+            name = layout.INPUT + (args.name or args.file.name)
+            raise SystemExit(
+                f"gs://{args.bucket}/{name} exists: a batch of that name is waiting or running; choose another --name"
+            ) from None
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

