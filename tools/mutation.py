@@ -14,6 +14,7 @@ left out of the score; docs/testing.md gives the reason for each.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -36,8 +37,38 @@ MODULES: dict[str, tuple[str, ...]] = {
     "policy/rules.py": ("tests/policy/test_rules_cases.py",),
 }
 
-# Mutant name -> why it cannot change behaviour (kept in step with docs/testing.md).
-EQUIVALENT: dict[str, str] = {}
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant that cannot change behaviour: the text it must contain, so a renumbered mutant is never skipped."""
+
+    text: str
+    reason: str
+
+
+# Mutant names as mutmut 3.8.1 numbers them; each is checked against its text before it is left out,
+# so a change of the module that renumbers them fails the run instead of excluding another mutant.
+EQUIVALENT: dict[str, Equivalent] = {
+    "stacks.plan.x__reservation_selector__mutmut_3": Equivalent("raise ValueError(None)", "unreachable: the settings refuse it first"),
+    "stacks.plan.x__reservation_selector__mutmut_4": Equivalent('"XXcapacity.reservation', "unreachable: the settings refuse it first"),
+    "stacks.plan.x__reservation_selector__mutmut_5": Equivalent('"CAPACITY.RESERVATION', "unreachable: the settings refuse it first"),
+    "stacks.plan.x_cache_id__mutmut_15": Equivalent('split("/")[+1]', "a model id is org/name: item 1 is the last"),
+    "stacks.plan.x_cache_id__mutmut_18": Equivalent('strip("XX-XX")', "the name is lower-cased first: it holds no X"),
+    "stacks.plan.x_scheduling__mutmut_56": Equivalent("assert_never(None)", "unreachable: the capacity mode is a closed type"),
+    "stacks.estimates.x__estimate__mutmut_2": Equivalent(
+        "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
+    ),
+    "stacks.estimates.x__interpolate__mutmut_3": Equivalent("if nodes < points[0]:", "at a measured point both ways give its value"),
+    "stacks.estimates.x__interpolate__mutmut_8": Equivalent("if nodes > points[-1]:", "at a measured point both ways give its value"),
+    "stacks.estimates.x__interpolate__mutmut_17": Equivalent("if low < nodes <= high:", "at a measured point both ways give its value"),
+    "stacks.estimates.x__interpolate__mutmut_18": Equivalent("if low <= nodes < high:", "at a measured point both ways give its value"),
+    "stacks.estimates.x__interpolate__mutmut_27": Equivalent("raise AssertionError(None)", "unreachable: every count falls in a pair"),
+    "stacks.estimates.x__interpolate__mutmut_28": Equivalent('"XXunreachable', "unreachable: every count falls in a pair"),
+    "stacks.estimates.x__interpolate__mutmut_29": Equivalent('"UNREACHABLE', "unreachable: every count falls in a pair"),
+    "stacks.estimates.x_cost_per_hour__mutmut_12": Equivalent(
+        "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
+    ),
+}
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.
 KILLED = {1, 3, -9, -11}
@@ -122,7 +153,29 @@ def run(folder: Path) -> None:
         raise SystemExit(f"mutmut failed in {folder} (exit {done.returncode}); see {log}")
 
 
+def _mutant_sources(folder: Path, module: str) -> dict[str, str]:
+    """Each mutant's function source, by its mutmut name, from the mutated copy of ``module``."""
+    path = folder / "mutants" / module
+    text = path.read_text()
+    prefix = module.removesuffix(".py").replace("/", ".")
+    return {
+        f"{prefix}.{node.name}": ast.get_source_segment(text, node) or ""
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name
+    }
+
+
+def _check_equivalents(module: str, folder: Path) -> None:
+    prefix = module.removesuffix(".py").replace("/", ".") + "."
+    listed = {name: item for name, item in EQUIVALENT.items() if name.startswith(prefix)}
+    sources = _mutant_sources(folder, module)
+    stale = [name for name, item in listed.items() if item.text not in sources.get(name, "")]
+    if stale:
+        raise SystemExit(f"{module}: the equivalent mutant(s) {', '.join(stale)} changed; look at them again (docs/testing.md)")
+
+
 def score(module: str, folder: Path) -> Score:
+    _check_equivalents(module, folder)
     meta = json.loads((folder / "mutants" / f"{module}.meta").read_text())
     codes: dict[str, int | None] = meta["exit_code_by_key"]
     judged = {name: code for name, code in codes.items() if name not in EQUIVALENT}

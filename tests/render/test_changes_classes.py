@@ -5,9 +5,12 @@ The expected classes are the providers' documented behaviour (render/replacement
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from render.changes import Change, changed_paths, changes, records, summary
+import pytest
+
+from render.changes import Change, changed_paths, changes, read_records, records, render_changes, summary, write_records
 from render.engine import Registration, Render, Secret
 
 POD = "kubernetes:core/v1:Pod"
@@ -56,6 +59,9 @@ def test_lists_of_one_length_compare_item_by_item_and_others_whole() -> None:
     assert changed_paths({"l": [1, 2]}, {"l": [1, 2, 3]}) == ["l"]
     assert changed_paths([1], [2]) == ["[0]"]
     assert changed_paths(1, "1") == [""]
+    # A map that became something else differs as a whole.
+    assert changed_paths({"a": {"b": 1}}, {"a": "b"}) == ["a"]
+    assert changed_paths({"a": "b"}, {"a": {"b": 1}}) == ["a"]
 
 
 # --- update, replace, refused -------------------------------------------------------------
@@ -143,14 +149,14 @@ def test_pulumi_refuses_to_delete_or_replace_what_stays_protected() -> None:
 def test_changes_come_refused_first_then_replace_delete_create_update_each_by_type_and_name() -> None:
     labels = {"name": "c", "location": "europe-west4"}
     before = [
-        record(CLUSTER, labels, name="kept", protect=True),
+        record(CLUSTER, labels, name="z-kept", protect=True),
         record(CLUSTER, labels, name="moved"),
-        record(CLUSTER, labels, name="gone"),
+        record(CLUSTER, labels, name="z-gone"),
         record(CLUSTER, labels, name="b-updated"),
         record(CLUSTER, labels, name="a-updated"),
     ]
     after = [
-        record(CLUSTER, {**labels, "location": "x"}, name="kept", protect=True),
+        record(CLUSTER, {**labels, "location": "x"}, name="z-kept", protect=True),
         record(CLUSTER, {**labels, "location": "x"}, name="moved"),
         record(CLUSTER, {**labels, "x": 1}, name="b-updated"),
         record(CLUSTER, {**labels, "x": 1}, name="a-updated"),
@@ -158,15 +164,18 @@ def test_changes_come_refused_first_then_replace_delete_create_update_each_by_ty
         record(POD, pod(), name="new"),
     ]
     found = changes(before, after)
+    # Names chosen so that sorting by name alone would put every group in another order.
     assert [(c.action, c.type, c.name) for c in found] == [
-        ("refused", CLUSTER, "kept"),
+        ("refused", CLUSTER, "z-kept"),
         ("replace", CLUSTER, "moved"),
-        ("delete", CLUSTER, "gone"),
+        ("delete", CLUSTER, "z-gone"),
         ("create", CLUSTER, "new"),
         ("create", POD, "new"),
         ("update", CLUSTER, "a-updated"),
         ("update", CLUSTER, "b-updated"),
     ]
+    assert [c.key for c in found][:3] == [f"{CLUSTER}::z-kept", f"{CLUSTER}::moved", f"{CLUSTER}::z-gone"]
+    assert {c.key for c in found[3:]} == {f"{CLUSTER}::new", f"{POD}::new", f"{CLUSTER}::a-updated", f"{CLUSTER}::b-updated"}
     assert summary(found)[0] == "resource changes: 1 refused, 1 replace, 1 delete, 2 create, 2 update\n"
     assert summary(found)[1:-1] == [f"  {c.line()}\n" for c in found] and summary(found)[-1] == "\n"
     assert summary([]) == ["no resource changes\n"]
@@ -222,3 +231,63 @@ def test_records_keep_resources_and_remote_components_without_the_stack_name_and
     assert (secret["type"], secret["name"], secret["protect"]) == ("kubernetes:core/v1:Secret", "protected", True)
     assert (secret["ignoreChanges"], secret["replaceOnChanges"]) == (["spec.replicas"], ["spec.selector"])
     assert found[1]["protect"] is False
+
+
+def test_replace_on_changes_reaches_fields_inside_lists_of_lists() -> None:
+    def ported(port: int) -> dict[str, Any]:
+        container = {"name": "c", "ports": [{"name": "http", "containerPort": port}]}
+        return {**deployment("a"), "spec": {"template": {"spec": {"containers": [container]}}}}
+
+    rule = ("spec.template.spec.containers.ports.containerPort",)
+    moved = one(record(DEPLOYMENT, ported(8000)), record(DEPLOYMENT, ported(9000), replace=rule))
+    assert (moved.action, moved.because) == ("replace", ("spec.template.spec.containers[0].ports[0].containerPort",))
+    # A sibling under the same lists is not the rule's field.
+    renamed = ported(8000)
+    renamed["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"] = "web"
+    assert one(record(DEPLOYMENT, ported(8000)), record(DEPLOYMENT, renamed, replace=rule)).action == "update"
+
+
+def test_an_immutable_field_of_a_claim_is_refused_naming_the_field() -> None:
+    claim: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c"},
+        "spec": {"dataSource": {"name": "s1"}, "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    moved = {**claim, "spec": {**claim["spec"], "dataSource": {"name": "s2"}, "resources": {"requests": {"storage": "2Gi"}}}}
+    refused = one(record("kubernetes:core/v1:PersistentVolumeClaim", claim), record("kubernetes:core/v1:PersistentVolumeClaim", moved))
+    assert (refused.action, refused.because) == ("refused", ("spec.dataSource.name",))
+    assert refused.fields == ("spec.dataSource.name", "spec.resources.requests.storage")
+    assert (refused.key, refused.type, refused.name) == (
+        "kubernetes:core/v1:PersistentVolumeClaim::x",
+        "kubernetes:core/v1:PersistentVolumeClaim",
+        "x",
+    )
+
+
+def test_two_renders_compare_resource_by_resource(tmp_path: Path) -> None:
+    before = Render(stack="dev", resources=[registration(CLUSTER, "gke", {"location": "europe-west4", "name": "c"})])
+    after = Render(stack="prod", resources=[registration(CLUSTER, "gke", {"location": "us-central1", "name": "c"})])
+    (moved,) = render_changes(before, after)
+    assert (moved.action, moved.name, moved.because) == ("replace", "gke", ("location",))
+    assert render_changes(before, before) == []
+
+
+def test_a_render_folder_keeps_the_records_to_compare_later(tmp_path: Path) -> None:
+    render = Render(stack="dev", resources=[registration(CLUSTER, "gke", {"name": "c", "zone": tmp_path, "b": 1, "a": 2})])
+    path = write_records(render, tmp_path)
+    assert path.parent == tmp_path
+    # Any value is written (as text), and the file is diff-friendly: one key per line, sorted, ending in a newline.
+    assert read_records(tmp_path) == [{**records(render)[0], "inputs": {"name": "c", "zone": str(tmp_path), "b": 1, "a": 2}}]
+    text = path.read_text()
+    assert text.endswith("]\n") and text.index('"a": 2') < text.index('"b": 1') and '\n   "a": 2,\n' in text
+    reordered = Render(stack="dev", resources=[registration(CLUSTER, "gke", {"a": 2, "b": 1, "zone": tmp_path, "name": "c"})])
+    other = tmp_path / "other"
+    other.mkdir()
+    assert write_records(reordered, other).read_text() == text
+
+
+def test_a_folder_without_records_says_to_render_it_again(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="render it again with this version of the renderer") as error:
+        read_records(tmp_path)
+    assert str(tmp_path) in str(error.value)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from render.cluster_model import Sourced, cluster_objects, made_at_runtime, problems
+from render.cluster_model import ClusterModelError, Sourced, check_cluster, cluster_objects, made_at_runtime, problems
 from render.engine import Registration, Render, Secret
 
 NS = "llm"
@@ -257,15 +257,16 @@ def test_a_secret_an_operator_writes_at_runtime_counts_as_made() -> None:
     assert problems(objects) == []
 
 
-def test_cluster_objects_are_the_programs_manifests_then_the_charts() -> None:
-    config_map = manifest("v1", "ConfigMap", "settings")
-    registration = Registration(
-        urn="urn:pulumi:dev::p::kubernetes:core/v1:ConfigMap::settings",
-        type="kubernetes:core/v1:ConfigMap",
-        name="settings",
+def registration(inputs: dict[str, Any]) -> Registration:
+    type_ = f"kubernetes:core/{inputs['apiVersion']}:{inputs['kind']}"
+    name = inputs["metadata"]["name"]
+    return Registration(
+        urn=f"urn:pulumi:dev::p::{type_}::{name}",
+        type=type_,
+        name=name,
         custom=True,
         remote=False,
-        inputs=config_map,
+        inputs=inputs,
         parent="",
         provider="",
         dependencies=(),
@@ -276,9 +277,113 @@ def test_cluster_objects_are_the_programs_manifests_then_the_charts() -> None:
         replace_on_changes=(),
         delete_before_replace=False,
     )
-    (found,) = cluster_objects(Render(stack="dev", resources=[registration]))
+
+
+def test_cluster_objects_are_the_programs_manifests_then_the_charts() -> None:
+    (found,) = cluster_objects(Render(stack="dev", resources=[registration(manifest("v1", "ConfigMap", "settings"))]))
     assert (found.source, found.label(), found.identity) == (
         "the program (kubernetes:core/v1:ConfigMap settings)",
         "ConfigMap llm/settings",
         ("", "ConfigMap", NS, "settings"),
     )
+
+
+UNMADE = "namespace llm is neither created by the stack nor built into GKE"
+
+
+def test_check_cluster_lists_every_problem_or_returns_the_objects() -> None:
+    good = Render(
+        stack="dev",
+        resources=[registration(manifest("v1", "Namespace", NS, namespace=None)), registration(manifest("v1", "ConfigMap", "a"))],
+    )
+    assert [o.name for o in check_cluster(good)] == [NS, "a"]
+    bad = Render(stack="dev", resources=[registration(manifest("v1", "ConfigMap", "a")), registration(manifest("v1", "ConfigMap", "b"))])
+    with pytest.raises(ClusterModelError) as error:
+        check_cluster(bad)
+    assert str(error.value) == (
+        "2 cluster model problem(s):\n"
+        f"  - ConfigMap llm/a (the program (kubernetes:core/v1:ConfigMap a)): {UNMADE}\n"
+        f"  - ConfigMap llm/b (the program (kubernetes:core/v1:ConfigMap b)): {UNMADE}"
+    )
+
+
+def test_a_cluster_scoped_object_made_twice_is_named_without_a_namespace() -> None:
+    objects = [*cluster(), Sourced("chart other", manifest("cloud.google.com/v1", "ComputeClass", "a4-fallback", namespace=None))]
+    assert problems(objects) == [
+        "ComputeClass a4-fallback: made twice, by the program and by chart other; the second create fails with AlreadyExists"
+    ]
+
+
+def test_a_bare_pod_satisfies_a_selector_by_its_own_labels() -> None:
+    objects = [Sourced(o.source, copy.deepcopy(o.manifest)) for o in cluster() if o.kind != "Deployment"]
+    objects.append(
+        Sourced(
+            "the program", {**manifest("v1", "Pod", "p", spec=pod_spec()), "metadata": {"name": "p", "namespace": NS, "labels": LABELS}}
+        )
+    )
+    assert problems(objects) == []
+
+
+def test_an_external_name_service_has_no_pods_to_select() -> None:
+    service = manifest("v1", "Service", "outside", spec={"type": "ExternalName", "externalName": "x", "selector": {"a": "b"}})
+    assert problems([*cluster(), Sourced("the program", service)]) == []
+
+
+def test_secret_keys_count_from_data_as_well_as_string_data() -> None:
+    reader = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "data-only", "key": "token"}}}]
+    for data, found in (
+        ({"token": "eA=="}, []),
+        ({"other": "eA=="}, ["Deployment llm/vllm: env HF_TOKEN reads key token that Secret data-only lacks"]),
+    ):
+        objects = [Sourced(o.source, copy.deepcopy(o.manifest)) for o in cluster()]
+        objects.append(Sourced("the program", manifest("v1", "Secret", "data-only", data=Secret(data))))
+        (deployment,) = [o for o in objects if o.kind == "Deployment"]
+        deployment.manifest["spec"]["template"]["spec"]["containers"][0]["env"] = reader
+        assert problems(objects) == found, data
+
+
+def test_init_containers_secret_references_are_checked_too() -> None:
+    init = [{"name": "fetch", "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "gone", "key": "token"}}}]}]
+    assert broken("Deployment", "vllm", ("spec", "template", "spec", "initContainers"), init) == [
+        "Deployment llm/vllm: env HF_TOKEN reads Secret gone, which does not exist"
+    ]
+
+
+def test_older_pools_name_their_picker_by_extension_ref_and_any_kind() -> None:
+    assert broken("InferencePool", "pool", ("spec",), {"selector": {"matchLabels": LABELS}, "extensionRef": {"name": "gone"}}) == [
+        "InferencePool llm/pool: endpoint picker Service gone does not exist"
+    ]
+    assert broken("InferencePool", "pool", ("spec", "endpointPickerRef"), {"kind": "ConfigMap", "name": "settings"}) == []
+    assert broken("InferencePool", "pool", ("spec", "endpointPickerRef"), {"kind": "Secret", "name": "settings"}) == [
+        "InferencePool llm/pool: endpoint picker Secret settings does not exist"
+    ]
+
+
+def test_a_health_check_policy_needs_its_target() -> None:
+    policy = manifest("networking.gke.io/v1", "HealthCheckPolicy", "hc", spec={"targetRef": {"kind": "InferencePool", "name": "gone"}})
+    assert problems([*cluster(), Sourced("chart pool", policy)]) == [
+        "HealthCheckPolicy llm/hc (chart pool): target InferencePool gone does not exist"
+    ]
+
+
+def test_references_across_namespaces_name_the_other_namespace() -> None:
+    other = [
+        manifest("v1", "Namespace", "edge", namespace=None),
+        manifest("gateway.networking.k8s.io/v1", "Gateway", "shared", namespace="edge", spec={"gatewayClassName": "gke-l7-rilb"}),
+        manifest("v1", "Service", "vllm", namespace="edge", spec={"type": "ExternalName", "externalName": "x"}),
+    ]
+    route = manifest(
+        "gateway.networking.k8s.io/v1",
+        "HTTPRoute",
+        "cross",
+        spec={"parentRefs": [{"name": "shared", "namespace": "edge"}], "rules": [{"backendRefs": [{"name": "vllm", "namespace": "edge"}]}]},
+    )
+    objects = [*cluster(), *(Sourced("the program", m) for m in other)]
+    assert problems([*objects, Sourced("the program", route)]) == []
+    # Without the namespace, the route's own one is meant: there is no Gateway "shared" in it.
+    local = copy.deepcopy(route)
+    del local["spec"]["parentRefs"][0]["namespace"]
+    assert problems([*objects, Sourced("the program", local)]) == ["HTTPRoute llm/cross: parent Gateway shared does not exist"]
+    timed = copy.deepcopy(route)
+    timed["spec"]["rules"][0]["timeouts"] = {"request": "10s"}
+    assert len(problems([*objects, Sourced("the program", timed)])) == 1

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stacks.estimates import Estimate
+from stacks.estimates import Estimate, cost_per_hour
 from stacks.plan import plan_stack
 from stacks.settings import StackSettings
 
@@ -50,6 +50,9 @@ def test_beyond_twelve_nodes_the_twelve_node_efficiency_holds_and_the_basis_says
 
 def test_the_basis_names_the_per_node_figure_the_efficiency_and_the_count() -> None:
     assert figures(nodes=1).basis == "reference: 95,317 tok/s per node x 100.0% scaling efficiency at 1 node"
+    # 190,000 / (2 x 95,317) = 99.67%.
+    assert figures(nodes=2).basis == "reference: 95,317 tok/s per node x 99.7% scaling efficiency at 2 nodes"
+    assert figures(nodes=2).as_output()["basis"] == figures(nodes=2).basis
     # 740,192 / (8 x 95,317) = 97.07%.
     assert figures(nodes=8).basis == "reference: 95,317 tok/s per node x 97.1% scaling efficiency at 8 nodes"
 
@@ -65,7 +68,8 @@ def test_gateway_overhead_is_interpolated_between_its_measured_counts(nodes: int
     per_node = {1: PER_NODE[1], 2: PER_NODE[2], 3: (PER_NODE[2] + PER_NODE[4]) / 2, 6: (PER_NODE[4] + PER_NODE[8]) / 2}
     per_node |= {8: PER_NODE[8], 12: PER_NODE[12]}
     assert result.tokens_per_second == round(nodes * per_node[nodes] * (1 - overhead))
-    assert f"minus {overhead:.0%} Inference Gateway overhead" in result.basis
+    assert result.basis.startswith("reference: 95,317 tok/s per node x ")
+    assert f"at {nodes} node" in result.basis and f"minus {overhead:.0%} Inference Gateway overhead" in result.basis
     # At 12 nodes the throughput table is measured but the gateway's is not: 8 is its last point.
     beyond_gateway = nodes > 8
     assert ("extrapolated" in result.basis) == (extrapolated or beyond_gateway)
@@ -95,6 +99,18 @@ def test_dollars_per_million_tokens_divide_the_hourly_cost_by_an_hours_tokens() 
     assert result.dollars_per_million_tokens == pytest.approx((3 * 32.61 + 0.10) / (tokens * 3600) * 1e6, abs=0.0005)
 
 
+def test_dollars_per_million_tokens_are_rounded_to_a_tenth_of_a_cent() -> None:
+    # A price high enough that the figure has digits to lose: $10,000 per node-hour on one node.
+    result = figures(nodes=1, capacity={"mode": "spot", "pricePerNodeHour": 10_000.0})
+    assert result.dollars_per_million_tokens == round(10_000.10 / (95_317 * 3600) * 1_000_000, 3)
+
+
+def test_cost_per_hour_defaults_to_the_stacks_own_node_count() -> None:
+    settings = StackSettings.model_validate({"project": "example-project", "nodes": 3, **NO_CACHE})
+    assert cost_per_hour(settings) == round(3 * 32.61 + 0.10, 2)
+    assert cost_per_hour(settings, 5) == round(5 * 32.61 + 0.10, 2)
+
+
 def test_without_a_price_the_running_cost_is_unknown_but_the_idle_cost_is_not() -> None:
     running = figures(nodes=2, capacity={"mode": "flex-start"})
     assert (running.cost_per_hour, running.dollars_per_million_tokens) == (None, None)
@@ -121,6 +137,7 @@ def test_the_idle_bill_holds_the_cluster_fee_the_cache_disk_and_its_snapshot() -
     }
     assert output["costPerHour"] == round(0.10 + disk + snapshot, 2)
     assert output["tokensPerSecond"] == 0
+    assert output["basis"] == "scaled to zero: idle cost of cluster and cache"
     assert output["dollarsPerMillionTokens"] is None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stacks.plan import StackPlan, plan_stack
+from stacks.plan import StackPlan, plan_stack, registry_prefix
 from stacks.settings import StackSettings
 
 GKE = "cloud.google.com"
@@ -38,11 +38,19 @@ MIRROR = "europe-west4-docker.pkg.dev/example-project"
         ("quay.io/org/tool:1", "quay.io/org/tool:1"),
         ("localhost/tool:1", "localhost/tool:1"),
         ("registry.example:5000/tool:1", "registry.example:5000/tool:1"),
+        # A host with a port and no dot is a registry too, not a Docker Hub user.
+        ("registry:5000/tool:1", "registry:5000/tool:1"),
     ],
 )
 def test_images_are_pulled_through_the_mirror_of_their_registry(image: str, pulled: str) -> None:
     assert plan(serving={"image": image}).replicas.image == pulled
     assert plan(serving={"image": image}, registry={"enabled": False}).replicas.image == image
+
+
+def test_the_mirror_of_docker_hub_is_the_default_prefix() -> None:
+    settings = StackSettings.model_validate({"project": "example-project"})
+    assert registry_prefix(settings) == f"{MIRROR}/docker-hub"
+    assert registry_prefix(settings.model_copy(update={"registry": settings.registry.model_copy(update={"enabled": False})})) is None
 
 
 def test_every_image_the_stack_pulls_goes_through_the_mirror_and_none_without_it() -> None:
@@ -245,3 +253,44 @@ def test_observability_expects_each_replica_to_make_the_reference_share() -> Non
 def test_the_estimate_of_the_plan_is_the_reference_at_the_stacks_nodes() -> None:
     assert plan(nodes=4).estimate.tokens_per_second == 376_074
     assert math.isclose(plan(nodes=4).estimate.cost_per_hour or 0, 4 * 32.61 + 0.10 + (100 * 0.08) / 730 + 100 * 0.05 / 730, abs_tol=0.01)
+
+
+def test_every_spec_carries_the_stacks_own_namespace_project_zone_and_section() -> None:
+    values: dict[str, Any] = {
+        "nodes": 2,
+        "region": "us-central1",
+        "zone": "us-central1-b",
+        "routing": "gateway",
+        "cluster": {"namespace": "serving"},
+        "benchmark": {"enabled": True, "clientsPerNode": 3},
+        "autoscaling": {"enabled": True, "maxReplicas": 6},
+        "gateway": {"backendTimeoutSeconds": 600},
+        "observability": {"waitingRequests": 10},
+        "workload": {"inputTokens": 512, "outputTokens": 256},
+        "model": {"revision": "abc123"},
+        "cache": {"sizeGi": 200},
+        "capacity": {"mode": "flex-start", "pricePerNodeHour": 40.0},
+    }
+    settings = StackSettings.model_validate({"project": "example-project", **values})
+    stack = plan_stack(settings, "Test")
+    cache, gateway, bench, scaling, observed = stack.cache, stack.gateway, stack.benchmark, stack.autoscaling, stack.observability
+    assert cache is not None and gateway is not None and bench is not None and scaling is not None and observed is not None
+    assert {cache.namespace, gateway.namespace, bench.namespace, scaling.namespace, observed.namespace, stack.replicas.namespace} == {
+        "serving"
+    }
+    assert (cache.zone, bench.zone, stack.capacity.zone) == ("us-central1-b",) * 3
+    assert (stack.capacity.project, scaling.project, observed.project) == ("example-project",) * 3
+    assert (cache.model.revision, cache.cache.size_gi, stack.replicas.model.revision, bench.model.revision) == (
+        "abc123",
+        200,
+        "abc123",
+        "abc123",
+    )
+    assert gateway.gateway.backend_timeout_seconds == 600 and bench.benchmark.clients_per_node == 3
+    assert bench.workload.input_tokens == 512 and scaling.settings.max_replicas == 6
+    assert observed.settings.waiting_requests == 10 and observed.stack == "Test" and observed.deployment == "vllm"
+    assert stack.capacity.capacity.price_per_node_hour == 40.0
+    assert scaling.labels == observed.labels == stack.labels
+    assert stack.capacity.scheduling.mode == stack.replicas.scheduling.mode == "flex-start"
+    assert plan(capacity={"mode": "fallback", "fallback": ["spot"]}).replicas.scheduling.mode == "fallback"
+    assert plan(capacity={"mode": "spot"}).replicas.scheduling.mode == "spot"
