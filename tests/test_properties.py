@@ -41,6 +41,14 @@ def capacities(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def autoscalings(draw: st.DrawFn) -> dict[str, Any]:
+    if not draw(st.booleans()):
+        return {"enabled": False}
+    most = draw(st.integers(1, 16))
+    return {"enabled": True, "maxReplicas": most, "minReplicas": draw(st.integers(0, most))}
+
+
+@st.composite
 def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     region = draw(st.sampled_from(sorted(ZONES)))
     input_tokens = draw(st.integers(16, 4096))
@@ -57,7 +65,11 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         "llm:routing": routing,
         "llm:allowPublicExposure": external,
         "llm:capacity": draw(capacities()),
-        "llm:cluster": {"version": f"1.{draw(st.integers(B200_MIN_MINOR, 37))}", "deletionProtection": draw(st.booleans())},
+        "llm:cluster": {
+            "version": f"1.{draw(st.integers(B200_MIN_MINOR, 37))}",
+            "deletionProtection": draw(st.booleans()),
+            "authorizedNetworks": draw(st.sampled_from([[], ["10.0.0.0/8"], ["192.168.0.0/16", "172.16.0.0/12"]])),
+        },
         "llm:workload": {"inputTokens": input_tokens, "outputTokens": output_tokens, "rangeRatio": ratio},
         "llm:serving": {
             "maxModelLen": draw(st.integers(longest, longest + 8192)),
@@ -69,7 +81,12 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         "llm:gateway": {
             "exposure": "external" if external else "internal",
             "installCrds": draw(st.sampled_from(["auto", "always", "never"])),
+            "chartVersion": draw(st.sampled_from(["v1.4.0", "v1.5.0"])),
         },
+        "llm:autoscaling": draw(autoscalings()),
+        "llm:benchmark": {"enabled": draw(st.booleans())},
+        "llm:drain": {"preStopSeconds": draw(st.integers(0, 120)), "shutdownTimeoutSeconds": draw(st.integers(0, 3600))},
+        "llm:registry": {"enabled": draw(st.booleans())},
         "llm:labels": draw(st.dictionaries(LABEL_KEYS, LABEL_VALUES, max_size=3)),
     }
     return config

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from render.chart import chart_objects
 from render.engine import Render
 from render.validation import validate_render
 from stacks.estimates import cost_per_hour
@@ -96,7 +97,14 @@ def test_the_scaling_objects_validate_against_kedas_crds() -> None:
 
 def test_an_autoscaled_gateway_stack_keeps_its_endpoint_picker_at_zero_nodes() -> None:
     render = render_with("gateway", nodes=0, autoscaling={"enabled": True, "maxReplicas": 4})
-    assert render.by_type("kubernetes:helm.sh/v4:Chart")
+    # The inferencepool chart itself, not any chart (KEDA's is one too): its pool and picker Deployment.
+    pickers = [c for c in render.by_type("kubernetes:helm.sh/v4:Chart") if str(c.inputs["chart"]).endswith("/inferencepool")]
+    assert len(pickers) == 1
+    kinds = {o.manifest["kind"] for o in chart_objects(render) if o.source.startswith("chart vllm (inferencepool")}
+    assert {"InferencePool", "Deployment"} <= kinds
+    # Scaled to zero by config instead, the stack drops the picker: the case above is not a default.
+    idle = render_with("gateway", nodes=0)
+    assert not [c for c in idle.by_type("kubernetes:helm.sh/v4:Chart") if str(c.inputs["chart"]).endswith("/inferencepool")]
 
 
 def test_estimates_show_the_cost_at_the_fewest_and_most_replicas() -> None:

@@ -72,3 +72,17 @@ def test_stack_outputs_name_the_cluster_without_credentials() -> None:
     assert outputs["region"] == "europe-west4"
     assert "clusterEndpoint" in outputs
     assert not any("kubeconfig" in key.lower() or "token" in key.lower() for key in outputs)
+
+
+def test_authorized_networks_or_the_open_opt_in_open_the_ip_endpoint_and_nothing_else_does() -> None:
+    closed = rendered("dev").one("gcp:container/cluster:Cluster").inputs
+    assert closed["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert "masterAuthorizedNetworksConfig" not in closed
+    networks = render_with("dev", cluster={"deletionProtection": False, "authorizedNetworks": ["10.0.0.0/8", "192.168.0.0/16"]})
+    inputs = networks.one("gcp:container/cluster:Cluster").inputs
+    assert inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert [b["cidrBlock"] for b in inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["10.0.0.0/8", "192.168.0.0/16"]
+    assert inputs["masterAuthorizedNetworksConfig"]["gcpPublicCidrsAccessEnabled"] is False
+    opened = render_with("dev", allowOpenControlPlane=True).one("gcp:container/cluster:Cluster").inputs
+    assert opened["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert "masterAuthorizedNetworksConfig" not in opened

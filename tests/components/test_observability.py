@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import promql_parser
 import pytest
 
+from components.observability import alerts
 from render.engine import Render, reveal
 from render.promql import PromQLError, check_monitoring, metric_names, problems
+from stacks.plan import plan_stack
 from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
@@ -143,3 +147,32 @@ def test_throughput_low_expects_the_replicas_running_now_and_only_under_their_fu
     assert f"< on() ({round(per_replica * 0.5)} * {available})" in query
     # ... and only while they run at least the reference's ~2,000 requests each.
     assert f'sum(vllm:num_requests_running{{namespace="llm-serving"}}) >= on() (2000 * {available})' in query
+
+
+def _comparison(query: str) -> tuple[str, float]:
+    """The operator and the number on the right of a query's last comparison with a number."""
+    tree = promql_parser.parse(query)
+    while isinstance(tree, promql_parser.BinaryExpr):
+        if isinstance(tree.rhs, promql_parser.NumberLiteral):
+            return str(tree.op), float(tree.rhs.val)
+        tree = tree.lhs
+    raise AssertionError(f"{query!r} compares with no number")
+
+
+def test_each_alert_opens_above_its_configured_threshold() -> None:
+    thresholds = {"waitingRequests": 100, "kvCacheUsage": 0.8, "ttftP99Seconds": 12.5}
+    settings = StackSettings.model_validate({"project": "example-project", "nodes": 2, "observability": thresholds})
+    spec = plan_stack(settings, "test").observability
+    assert spec is not None
+    found = {alert.name: alert.query for alert in alerts(spec)}
+    assert _comparison(found["queue-depth"]) == (">", 100)
+    assert _comparison(found["kv-cache-full"]) == (">", 0.8)
+    assert _comparison(found["time-to-first-token"]) == (">", 12.5)
+    # Below half of 95,000 tok/s per replica (the 2-node reference: 190,000 / 2).
+    assert "< on() (47500 * " in found["throughput-low"]
+
+
+def test_a_misspelt_metric_on_the_right_hand_side_is_caught() -> None:
+    found = problems("sum(vllm:num_requests_running) > on() sum(vllm:num_requests_wating)")
+    assert len(found) == 1 and "vllm:num_requests_wating" in found[0]
+    assert problems("sum(vllm:num_requests_running) > on() sum(vllm:num_requests_waiting)") == []

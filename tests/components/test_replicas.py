@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from components.replicas import engine_args
 from render.engine import Render, Secret, render_stack
 from stacks.plan import selector_labels
@@ -151,3 +153,21 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
     known = facts(DEFAULT_RELEASE).serve_flags
     assert {"--no-enable-prefix-caching", "--no-enable-chunked-prefill"} <= known
+
+
+@pytest.mark.parametrize(
+    ("switches", "on", "off"),
+    [
+        ({"enable_prefix_caching": False}, "--enable-chunked-prefill", "--no-enable-prefix-caching"),
+        (
+            {"enable_chunked_prefill": False, "max_num_batched_tokens": 8192, "max_num_seqs": 1024},
+            "--enable-prefix-caching",
+            "--no-enable-chunked-prefill",
+        ),
+    ],
+    ids=["prefix-caching-off", "chunked-prefill-off"],
+)
+def test_each_of_prefix_caching_and_chunked_prefill_switches_off_alone(switches: dict[str, Any], on: str, off: str) -> None:
+    args = engine_args(ServingProfile(**switches), "m", "m")
+    assert off in args and on in args
+    assert off.replace("--no-", "--") not in args and on.replace("--", "--no-", 1) not in args

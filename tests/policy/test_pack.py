@@ -169,6 +169,22 @@ def test_production_comes_from_the_policy_config_or_the_stack(monkeypatch: pytes
     assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == {"deletion-protection-on-production"}
 
 
+def test_an_open_control_plane_passes_with_authorized_networks_or_either_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    private = {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    cluster = {"name": "llm-serving", "resourceLabels": LABELS, "privateClusterConfig": private}
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == {"private-cluster"}
+    networks = {"cidrBlocks": [{"cidrBlock": "10.0.0.0/8"}]}
+    assert analyze("gcp:container/cluster:Cluster", "gke", {**cluster, "masterAuthorizedNetworksConfig": networks}) == set()
+    opt_in = {"private-cluster": {"allowOpenControlPlane": True}}
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster, opt_in) == set()
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"llm:allowOpenControlPlane": "true"}))
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster) == set()
+    # The policy config pins the answer over the stack's.
+    veto = {"private-cluster": {"allowOpenControlPlane": False}}
+    assert analyze("gcp:container/cluster:Cluster", "gke", cluster, veto) == {"private-cluster"}
+
+
 # --- what a live pack sees ----------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from render.chart import chart_objects
 from render.engine import render_stack
 from render.files import diff, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import STACKS, rendered
+from tests.conftest import STACKS, rendered, stack_settings
 
 
 def test_the_repo_has_a_dev_stack() -> None:
@@ -51,7 +51,11 @@ def test_validation_rejects_an_unknown_field_in_a_custom_resource() -> None:
 
 
 def test_validation_uses_the_cluster_minor_version(stack: str) -> None:
-    assert kubernetes_version(rendered(stack)) == "1.35"
+    # Judged by the stack's own setting, and on a version no committed stack uses.
+    assert kubernetes_version(rendered(stack)) == stack_settings(stack).cluster.version
+    older = render_stack("dev", config={"llm:project": "example-project", "llm:cluster": {"version": "1.34", "deletionProtection": False}})
+    assert kubernetes_version(older) == "1.34"
+    assert "Kubernetes 1.34" in validate_render(older)
 
 
 def test_two_renders_write_identical_files(stack: str, tmp_path: Path) -> None:
@@ -105,3 +109,11 @@ def test_the_cli_diffs_two_folders(tmp_path: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--exit-code"]) == 0
     assert "0 files differ" in capsys.readouterr().out
+
+
+def test_diff_exit_code_fails_only_when_asked_and_something_differs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(rendered("dev"), tmp_path / "a")
+    write(render_stack("dev", config={"llm:project": "another-project"}), tmp_path / "b")
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--exit-code"]) == 1
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "files differ between" in capsys.readouterr().out
