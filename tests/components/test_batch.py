@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from batch import layout
+from batch.lines import Request
+from batch.serving import RetryPolicy, send
 from batch.sizing import runner_workers
 from render.engine import Render, render_stack, reveal
 from render.lifecycle import destroy
@@ -257,3 +263,40 @@ def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_r
 def test_the_render_prints_the_wake_trace_only_for_a_stack_that_runs_batches() -> None:
     assert "batch wake:" in scaling_timeline(with_batch())
     assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
+
+
+@pytest.mark.xfail(strict=True, reason="the pod's SERVING_URL drops /v1, so the runner posts to /chat/completions")
+def test_the_runner_posts_where_the_replicas_serve_from_the_url_its_pod_gets() -> None:
+    """The pod's SERVING_URL, joined by the runner's own code, reaches vLLM's OpenAI paths (served under /v1)."""
+    served_url = values_of(runner_container(with_batch()))[layout.ENV_SERVING_URL]
+    path_prefix = urlsplit(served_url).path
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response({"usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+    async def post_one() -> int | None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with aiohttp.ClientSession() as session:
+                request = Request("a", "/v1/chat/completions", {"messages": []})
+                outcome = await send(session, f"http://127.0.0.1:{port}{path_prefix}", request, RetryPolicy(attempts=1), lambda: True)
+                return outcome.status
+        finally:
+            await runner.cleanup()
+
+    # Its own loop, never installed: the Pulumi mock tests in this worker keep theirs.
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(post_one()) == 200
+    finally:
+        loop.close()
+
+
+def values_of(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in container["env"]}
