@@ -18,7 +18,7 @@ FINISHED: Final = "finished/"  # inputs moved here when done; a lifecycle rule d
 
 # The runner's environment, set by the runner's pod template.
 ENV_BUCKET: Final = "BATCH_BUCKET"
-ENV_SERVING_URL: Final = "SERVING_URL"  # the replicas' Service, e.g. http://name.namespace.svc:8000
+ENV_SERVING_URL: Final = "SERVING_URL"  # the replicas' OpenAI base URL, e.g. http://name.namespace.svc:8000/v1
 ENV_SERVED_MODEL: Final = "SERVED_MODEL"
 ENV_API_KEY: Final = "VLLM_API_KEY"  # optional; from the stack's API-key Secret
 ENV_NAMESPACE: Final = "POD_NAMESPACE"

@@ -536,7 +536,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             settings=settings.batch,
             image=pulled_from(settings.cache.download_image, settings),
             deployment=REPLICAS,
-            serving_url=replicas.url.removesuffix("/v1"),
+            serving_url=replicas.url,
             served_model=settings.model.public_name,
             # Requests the autoscaler counts on per replica: sending that many per Ready replica
             # keeps each busy without piling a queue on the first one Ready.

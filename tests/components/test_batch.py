@@ -153,7 +153,7 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     env = {e["name"]: e for e in runner_container(render)["env"]}
     values = {name: e.get("value") for name, e in env.items()}
     assert values[layout.ENV_BUCKET] == render.one(BUCKET, "batch").inputs["name"]
-    assert values[layout.ENV_SERVING_URL] == "http://vllm.llm-serving.svc.cluster.local:8000"
+    assert values[layout.ENV_SERVING_URL] == "http://vllm.llm-serving.svc.cluster.local:8000/v1"
     assert values[layout.ENV_SERVED_MODEL] == "Qwen/Qwen3.5-27B-FP8"
     assert values[layout.ENV_REPLICAS_DEPLOYMENT] == "vllm"
     assert values[layout.ENV_CONCURRENCY_PER_REPLICA] == "2000"
@@ -265,7 +265,6 @@ def test_the_render_prints_the_wake_trace_only_for_a_stack_that_runs_batches() -
     assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
 
 
-@pytest.mark.xfail(strict=True, reason="the pod's SERVING_URL drops /v1, so the runner posts to /chat/completions")
 def test_the_runner_posts_where_the_replicas_serve_from_the_url_its_pod_gets() -> None:
     """The pod's SERVING_URL, joined by the runner's own code, reaches vLLM's OpenAI paths (served under /v1)."""
     served_url = values_of(runner_container(with_batch()))[layout.ENV_SERVING_URL]
