@@ -158,9 +158,20 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
 @pytest.mark.parametrize(
     ("switches", "on", "off"),
     [
-        ({"enable_prefix_caching": False}, "--enable-chunked-prefill", "--no-enable-prefix-caching"),
+        # The mamba cache mode needs both on, so it goes with either.
         (
-            {"enable_chunked_prefill": False, "max_num_batched_tokens": 8192, "max_num_seqs": 1024},
+            {"enable_prefix_caching": False, "mamba_cache_mode": None, "mamba_block_size": None},
+            "--enable-chunked-prefill",
+            "--no-enable-prefix-caching",
+        ),
+        (
+            {
+                "enable_chunked_prefill": False,
+                "max_num_batched_tokens": 8192,
+                "max_num_seqs": 1024,
+                "mamba_cache_mode": None,
+                "mamba_block_size": None,
+            },
             "--enable-prefix-caching",
             "--no-enable-chunked-prefill",
         ),

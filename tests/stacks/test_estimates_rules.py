@@ -159,7 +159,7 @@ def test_the_cost_range_spans_the_fewest_and_the_most_replicas_at_the_list_price
 
 @pytest.mark.parametrize(
     "serving",
-    [{"image": "vllm/vllm-openai:v0.18.2"}, {"port": 8080}, {"coldStartMinutes": 40}, {"cpu": 100}, {"memory": "1000Gi"}],
+    [{"image": "vllm/vllm-openai:v0.33.0"}, {"port": 8080}, {"coldStartMinutes": 40}, {"cpu": 100}, {"memory": "1000Gi"}],
     ids=["image", "port", "cold-start", "cpu", "memory"],
 )
 def test_what_does_not_change_the_engine_keeps_the_reference_figure(serving: dict[str, Any]) -> None:
