@@ -45,8 +45,10 @@ MIRROR = "europe-west4-docker.pkg.dev/example-project"
 def test_images_are_pulled_through_the_mirror_of_their_registry(image: str, pulled: str) -> None:
     # The model cache's download image: any image, where the replicas' must be a vLLM release.
     cache = {"downloadImage": image}
-    assert plan(cache=cache).cache.download_image == pulled
-    assert plan(cache=cache, registry={"enabled": False}).cache.download_image == image
+    mirrored, direct = plan(cache=cache).cache, plan(cache=cache, registry={"enabled": False}).cache
+    assert mirrored is not None and direct is not None
+    assert mirrored.download_image == pulled
+    assert direct.download_image == image
 
 
 def test_the_mirror_of_docker_hub_is_the_default_prefix() -> None:
