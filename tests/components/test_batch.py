@@ -17,7 +17,7 @@ from aiohttp import web
 from batch import layout
 from batch.lines import Request
 from batch.serving import RetryPolicy, send
-from batch.sizing import runner_workers
+from batch.sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
 from render.engine import Render, render_stack, reveal
 from render.lifecycle import destroy
 from render.promql import check_monitoring
@@ -299,3 +299,16 @@ def test_the_runner_posts_where_the_replicas_serve_from_the_url_its_pod_gets() -
 
 def values_of(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in container["env"]}
+
+
+@pytest.mark.xfail(strict=True, reason="one input file gets one runner pod with one worker, below the rate prod's replicas serve")
+def test_one_input_file_alone_gets_the_workers_that_saturate_the_most_replicas() -> None:
+    container = runner_container(with_batch())
+    values = values_of(container)
+    # prod: 12 replicas at the reference's ~1,000 requests/s in all; a worker sustains REQUESTS_PER_SECOND_PER_WORKER.
+    workers = int(values[layout.ENV_WORKERS])
+    assert workers == runner_workers(12)
+    assert workers * REQUESTS_PER_SECOND_PER_WORKER >= 1000
+    # Each worker is a process on its own core, with the memory one worker is given.
+    assert container["resources"]["requests"]["cpu"] == str(workers)
+    assert container["resources"]["requests"]["memory"] == f"{workers * 1024}Mi"
