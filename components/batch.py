@@ -23,6 +23,7 @@ from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
 from stacks.plan import BatchSpec
+from stacks.settings import quantity
 
 RUNNER = "batch-runner"
 CODE = "batch-runner-code"
@@ -129,6 +130,8 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
         layout.ENV_REPLICAS_DEPLOYMENT: spec.deployment,
         layout.ENV_CONCURRENCY_PER_REPLICA: str(spec.concurrency_per_replica),
         layout.ENV_METRICS_PORT: str(layout.METRICS_PORT),
+        # One input is sent by one pod, so each pod runs the workers that saturate the most replicas.
+        layout.ENV_WORKERS: str(spec.workers),
         # Without a price (flex-start with no capacity.pricePerNodeHour) or a reference figure, the report leaves cost out.
         layout.ENV_PRICE_PER_REPLICA_HOUR: None if spec.price_per_replica_hour is None else str(spec.price_per_replica_hour),
         layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS: (
@@ -153,6 +156,13 @@ def runner_command(files: dict[str, str]) -> list[str]:
     return ["sh", "-c", " && ".join(steps)]
 
 
+def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
+    """One worker's CPU and memory, times the workers in a pod (whole cores, MiB)."""
+    millicores = quantity(cpu) * 1000 * workers
+    total_cpu = str(int(millicores / 1000)) if millicores % 1000 == 0 else f"{int(millicores)}m"
+    return {"cpu": total_cpu, "memory": f"{int(quantity(memory) * workers / 2**20)}Mi"}
+
+
 def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
     """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
     settings = spec.settings
@@ -162,7 +172,9 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
         "command": runner_command(files),
         "env": runner_environment(spec, api_key),
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": layout.METRICS_PORT, "protocol": "TCP"}],
-        "resources": guaranteed({"cpu": settings.runner_cpu, "memory": settings.runner_memory, "ephemeral-storage": "1Gi"}),
+        "resources": guaranteed(
+            {**worker_resources(settings.runner_cpu, settings.runner_memory, spec.workers), "ephemeral-storage": "1Gi"}
+        ),
         "volumeMounts": [{"name": "code", "mountPath": f"{CODE_ROOT}/batch", "readOnly": True}],
         "securityContext": {"allowPrivilegeEscalation": False},
     }

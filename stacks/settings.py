@@ -1106,9 +1106,9 @@ class BatchSettings(Section):
     finished_retention_days: int = Field(default=7, ge=1, le=3650)
     """Days a finished input stays under `finished/` before the bucket's lifecycle rule deletes it; outputs and reports stay."""
     runner_cpu: str = "1"
-    """CPU request (= limit) of one runner pod; one pod is one worker."""
+    """CPU of one runner worker; a pod runs the workers that saturate the most replicas (requests = limits)."""
     runner_memory: str = "1Gi"
-    """Memory request (= limit) of one runner pod; the runner streams its files, so this does not grow with a batch."""
+    """Memory of one runner worker; the runner streams its files, so this does not grow with a batch."""
 
     @field_validator("runner_cpu", "runner_memory")
     @classmethod

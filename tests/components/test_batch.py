@@ -301,7 +301,6 @@ def values_of(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in container["env"]}
 
 
-@pytest.mark.xfail(strict=True, reason="one input file gets one runner pod with one worker, below the rate prod's replicas serve")
 def test_one_input_file_alone_gets_the_workers_that_saturate_the_most_replicas() -> None:
     container = runner_container(with_batch())
     values = values_of(container)
