@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from batch import layout
 from components.manifests import Manifest
 from components.options import child_options
+from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
 from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
 from stacks.settings import KEDA_NAMESPACE
 
@@ -86,7 +87,7 @@ def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> d
     return {
         # Not podIdentity.gcp: it also adds the node selector iam.gke.io/gke-metadata-server-enabled,
         # which Autopilot refuses (every node has the metadata server; docs/autopilot.md).
-        "serviceAccount": {"operator": {"annotations": {"iam.gke.io/gcp-service-account": operator_identity}}},
+        "serviceAccount": {"operator": {"annotations": {GCP_SERVICE_ACCOUNT_ANNOTATION: operator_identity}}},
         # The chart binds the metrics server to a Role in kube-system, where Autopilot refuses
         # creates; the binding goes to KEDA's namespace and auth_reader_* grant the read instead.
         "rbac": {"controlPlaneServiceAccountsNamespace": KEDA_NAMESPACE},
@@ -250,12 +251,8 @@ class Autoscaling(pulumi.ComponentResource):
         )
         grants = [
             gcp.projects.IAMMember("keda-reads-metrics", project=spec.project, role=MONITORING_READER, member=identity.member, opts=on_gcp),
-            gcp.serviceaccount.IAMMember(
-                "keda-workload-identity",
-                service_account_id=identity.name,
-                role="roles/iam.workloadIdentityUser",
-                member=f"serviceAccount:{spec.project}.svc.id.goog[{KEDA_NAMESPACE}/{KEDA_OPERATOR}]",
-                opts=on_gcp,
+            let_act_as(
+                "keda-workload-identity", identity, project=spec.project, namespace=KEDA_NAMESPACE, account=KEDA_OPERATOR, opts=on_gcp
             ),
         ]
         namespace = k8s.core.v1.Namespace(

@@ -22,6 +22,7 @@ from batch import layout
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
+from components.workload_identity import kubernetes_service_account, let_act_as
 from stacks.plan import BatchSpec
 from stacks.settings import quantity
 
@@ -36,7 +37,6 @@ METRICS_PORT_NAME = "metrics"
 # Bucket roles: read, write and delete objects, and list them; no bucket settings, no IAM.
 OBJECT_USER = "roles/storage.objectUser"
 OBJECT_VIEWER = "roles/storage.objectViewer"
-WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 # Scale-down of the runner: its last scrape (backlog 0) must reach Managed Prometheus before it goes.
 RUNNER_COOLDOWN_SECONDS = 300
 # A runner told to stop releases its claim's lease and lets requests in flight finish.
@@ -69,27 +69,8 @@ def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleR
     ]
 
 
-def workload_identity_member(project: str, namespace: str, account: str) -> str:
-    """The Kubernetes service account as a Google principal (GKE Workload Identity)."""
-    return f"serviceAccount:{project}.svc.id.goog[{namespace}/{account}]"
-
-
 def runner_labels() -> dict[str, str]:
     return {"app.kubernetes.io/name": RUNNER}
-
-
-def service_account(spec: BatchSpec, google_account: pulumi.Input[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {
-            "name": RUNNER,
-            "namespace": spec.namespace,
-            "labels": spec.labels,
-            # Workload Identity: the runner acts as its own Google service account, with no key.
-            "annotations": {"iam.gke.io/gcp-service-account": google_account},
-        },
-    }
 
 
 def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
@@ -295,16 +276,13 @@ class Batch(pulumi.ComponentResource):
             gcp.storage.BucketIAMMember(
                 "batch-runner-objects", bucket=self.bucket.name, role=OBJECT_USER, member=identity.member, opts=on_gcp
             ),
-            gcp.serviceaccount.IAMMember(
-                "batch-runner-workload-identity",
-                service_account_id=identity.name,
-                role=WORKLOAD_IDENTITY_USER,
-                member=workload_identity_member(spec.project, spec.namespace, RUNNER),
-                opts=on_gcp,
+            let_act_as(
+                "batch-runner-workload-identity", identity, project=spec.project, namespace=spec.namespace, account=RUNNER, opts=on_gcp
             ),
         ]
         files = package_files()
-        account = Manifest(RUNNER, service_account(spec, identity.email), in_cluster)
+        # The runner acts as its own Google service account, with no key.
+        account = Manifest(RUNNER, kubernetes_service_account(RUNNER, spec.namespace, spec.labels, identity.email), in_cluster)
         access = [Manifest(RUNNER, manifest, in_cluster) for manifest in deployment_reader(spec)]
         code = Manifest(CODE, code_config_map(spec, files), in_cluster)
         runner = Manifest(

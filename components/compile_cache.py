@@ -10,20 +10,17 @@ and nothing else.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
 from components.options import child_options
+from components.workload_identity import kubernetes_service_account, let_act_as
 from stacks.plan import CompileCacheSpec
 
 # Create, read, overwrite and delete objects (a FUSE rename is a copy and a delete), no bucket admin.
 OBJECT_USER = "roles/storage.objectUser"
-WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
-GCP_SERVICE_ACCOUNT_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
 def bucket_args(spec: CompileCacheSpec) -> gcp.storage.BucketArgs:
@@ -39,20 +36,6 @@ def bucket_args(spec: CompileCacheSpec) -> gcp.storage.BucketArgs:
         soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(retention_duration_seconds=0),
         labels=spec.labels,
     )
-
-
-def service_account(spec: CompileCacheSpec, email: pulumi.Input[str]) -> dict[str, Any]:
-    """The replicas' Kubernetes identity, acting as the Google account that may use the bucket."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {
-            "name": spec.mount.service_account,
-            "namespace": spec.namespace,
-            "labels": spec.labels,
-            "annotations": {GCP_SERVICE_ACCOUNT_ANNOTATION: email},
-        },
-    }
 
 
 class CompileCache(pulumi.ComponentResource):
@@ -84,17 +67,19 @@ class CompileCache(pulumi.ComponentResource):
             gcp.storage.BucketIAMMember(
                 "replicas-use-compile-cache", bucket=bucket.name, role=OBJECT_USER, member=identity.member, opts=on_gcp
             ),
-            gcp.serviceaccount.IAMMember(
+            let_act_as(
                 "replicas-workload-identity",
-                service_account_id=identity.name,
-                role=WORKLOAD_IDENTITY_USER,
-                member=f"serviceAccount:{spec.project}.svc.id.goog[{spec.namespace}/{spec.mount.service_account}]",
+                identity,
+                project=spec.project,
+                namespace=spec.namespace,
+                account=spec.mount.service_account,
                 opts=on_gcp,
             ),
         ]
         self.service_account = Manifest(
             spec.mount.service_account,
-            service_account(spec, identity.email),
+            # The replicas' Kubernetes identity, acting as the Google account that may use the bucket.
+            kubernetes_service_account(spec.mount.service_account, spec.namespace, spec.labels, identity.email),
             pulumi.ResourceOptions.merge(child_options(self, opts, kubernetes), pulumi.ResourceOptions(depends_on=grants)),
         )
         self.register_outputs({"bucket": bucket.name, "serviceAccount": spec.mount.service_account})
