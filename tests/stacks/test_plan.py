@@ -12,7 +12,7 @@ from stacks.settings import StackSettings
 
 COMPONENTS = PROJECT_ROOT / "components"
 # Shared by every component on purpose: resource options and the manifest resource.
-SHARED = {"components.options", "components.manifests", "components.credentials"}
+SHARED = {"components.options", "components.manifests", "components.credentials", "components.workload_identity"}
 
 
 def settings(**values: Any) -> StackSettings:
