@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 from functools import cache
 from typing import Any
 
@@ -10,6 +11,18 @@ from stacks.loading import SECRET_KEYS
 from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Collection imports the provider SDKs: millions of long-lived objects that the cyclic collector
+    # would scan again at every full collection while they load, and during every test after.
+    gc.disable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()  # the imported modules stay out of every later collection
+    gc.enable()
 
 
 @cache

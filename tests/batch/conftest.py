@@ -148,3 +148,28 @@ def read_jsonl(bucket: storage.Bucket, prefix: str) -> list[dict[str, Any]]:
     for blob in sorted(bucket.list_blobs(prefix=prefix), key=lambda blob: blob.name):
         records += [json.loads(line) for line in blob.download_as_bytes().splitlines() if line]
     return records
+
+
+def run_runner(bucket: str, serving_url: str, kubernetes_url: str, **overrides: Any) -> Any:
+    """Runs what waits in ``bucket`` once, in this process, with retries fast enough for tests."""
+    from batch.metrics import Progress
+    from batch.replicas import DeploymentApi
+    from batch.runner import RunnerSettings, run_waiting
+    from batch.serving import RetryPolicy
+
+    # Attempts that span at least 2.2 s (equal jitter): longer than the vLLM-like server's drain.
+    fast_retries = RetryPolicy(attempts=10, first_backoff_seconds=0.05, max_backoff_seconds=1.0, request_timeout_seconds=10)
+    values: dict[str, Any] = {
+        "bucket": bucket,
+        "serving_url": serving_url,
+        "concurrency_per_replica": 32,
+        "served_model": "served-model",
+        "part_lines": 100,
+        "lease_seconds": 30.0,
+        "poll_seconds": 0.2,
+        "ready_timeout_seconds": 20.0,
+        "retry": fast_retries,
+    } | overrides
+    progress = Progress()
+    finished = run_waiting(RunnerSettings(**values), storage.Client(), DeploymentApi(kubernetes_url, NAMESPACE, DEPLOYMENT), progress)
+    return finished, progress
