@@ -109,12 +109,21 @@ class Sizing:
     extra_per_month: float
     saves_per_wake: float | None
 
+    def break_even_wakes_per_month(self) -> float | None:
+        """Wakes a month above which the sized cache costs less than the node time it saves."""
+        if self.extra_per_month == 0:
+            return 0.0
+        if not self.saves_per_wake:
+            return None
+        return round(self.extra_per_month / self.saves_per_wake, 1)
+
     def as_output(self) -> dict[str, object]:
         return {
             "throughputMibps": self.throughput_mibps,
             "weights": self.weights.as_output(),
             "extraPerMonth": round(self.extra_per_month, 2),
             "savesPerWake": self.saves_per_wake,
+            "breakEvenWakesPerMonth": self.break_even_wakes_per_month(),
         }
 
 

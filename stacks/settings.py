@@ -907,8 +907,8 @@ class CacheSettings(Section):
     """Deadline of the whole download Job."""
     price_per_gib_month: float = Field(default=0.08, ge=0)
     """US dollars per GiB-month, for the estimates (an unofficial figure)."""
-    price_per_mibps_month: float = Field(default=0.0, ge=0)
-    """US dollars per provisioned MiB/s-month, for the estimates; no reference figure, so 0."""
+    price_per_mibps_month: float = Field(default=0.12, ge=0)
+    """US dollars per provisioned MiB/s-month, for the estimates (an unofficial figure, as the GiB price)."""
     snapshot_price_per_gib_month: float = Field(default=0.05, ge=0)
     """US dollars per GiB-month of the cache's snapshot, for the estimates (standard snapshot storage list price)."""
 

@@ -108,7 +108,6 @@ def test_with_the_compile_cache_off_every_wake_compiles() -> None:
     assert cold_start.seconds(warm=True) == cold_start.seconds(warm=False)
 
 
-@pytest.mark.xfail(strict=True, reason="the sizing does not say how many wakes a month pay for it")
 def test_the_sized_cache_says_how_many_wakes_a_month_pay_for_its_throughput() -> None:
     # Prod's wake: 12 reserved nodes at $88.93 reading ~29 GB; Hyperdisk ML at $0.12 per MiB/s-month.
     twelve = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})

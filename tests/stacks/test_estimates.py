@@ -31,15 +31,15 @@ def test_measured_node_counts_give_the_measured_throughput(nodes: int, measured:
 def test_prod_estimates_about_1_1m_tokens_per_second_and_its_cost() -> None:
     estimates = reveal(rendered("prod").outputs)["estimates"]
     assert estimates["tokensPerSecond"] == 1_103_941
-    # 12 x $88.93 + $0.10 cluster fee + 100 GiB of Hyperdisk ML at $0.08/GiB-month.
-    assert estimates["costPerHour"] == pytest.approx(12 * 88.93 + 0.10 + 100 * 0.08 / 730, abs=0.01)
+    # 12 x $88.93 + $0.10 cluster fee + 100 GiB and 2,400 MiB/s of Hyperdisk ML at $0.08/GiB- and $0.12/MiB/s-month.
+    assert estimates["costPerHour"] == pytest.approx(12 * 88.93 + 0.10 + (100 * 0.08 + 2400 * 0.12) / 730, abs=0.01)
     assert estimates["dollarsPerMillionTokens"] == pytest.approx(0.27, abs=0.005)
 
 
 def test_dev_estimates_one_spot_node() -> None:
     estimates = reveal(rendered("dev").outputs)["estimates"]
     assert estimates["tokensPerSecond"] == 95_317
-    assert estimates["costPerHour"] == pytest.approx(32.61 + 0.10 + 0.01, abs=0.01)
+    assert estimates["costPerHour"] == pytest.approx(32.61 + 0.10 + (100 * 0.08 + 2400 * 0.12) / 730, abs=0.01)
     assert estimates["dollarsPerMillionTokens"] < 0.10
 
 

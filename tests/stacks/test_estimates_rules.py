@@ -141,7 +141,6 @@ def test_the_idle_bill_holds_the_cluster_fee_the_cache_disk_and_its_snapshot() -
     assert output["dollarsPerMillionTokens"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="the cache's provisioned throughput is priced at $0 by default")
 def test_by_default_the_idle_bill_prices_the_caches_throughput_and_capacity_at_hyperdisk_mls_list_prices() -> None:
     # Hyperdisk ML list prices: $0.08 per GiB-month and $0.12 per provisioned MiB/s-month (docs/cold-start.md);
     # the default cache is 100 GiB at 2,400 MiB/s.
