@@ -107,7 +107,9 @@ def test_kubernetes_objects_are_created_after_the_cluster_and_deleted_before_it(
 @pytest.mark.parametrize("stack_name", ["dev", "prod"])
 def test_the_render_shows_the_cost_of_what_stays_after_a_scale_to_zero(stack_name: str) -> None:
     text = lifecycle_text(rendered(stack_name))
-    assert "after a scale to zero: $0.12/h keeps billing" in text
+    # $0.10 cluster fee + 100 GiB and 2,400 MiB/s of Hyperdisk ML ($0.08/GiB-, $0.12/MiB/s-month) + its snapshot ($0.05/GiB-month).
+    idle = 0.10 + (100 * 0.08 + 2400 * 0.12) / 730 + 100 * 0.05 / 730
+    assert f"after a scale to zero: ${idle:.2f}/h keeps billing" in text
     assert "model cache snapshot" in text
 
 

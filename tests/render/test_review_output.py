@@ -19,7 +19,8 @@ def test_render_diff_puts_the_estimates_change_first(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert out.startswith("estimates:\n")
     head = out[: out.index("resource changes")]
-    assert "costPerHour: 32.73 -> 1067.28" in head and "tokensPerSecond: 95317 -> 1103941" in head
+    # One Spot node at $32.61, twelve reserved at $88.93; both + $0.10 cluster fee + $0.41 of Hyperdisk ML (100 GiB, 2,400 MiB/s).
+    assert "costPerHour: 33.12 -> 1067.67" in head and "tokensPerSecond: 95317 -> 1103941" in head
 
 
 def test_an_unchanged_estimate_says_so(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,4 +61,4 @@ def test_a_stack_without_some_estimates_shows_them_as_null_in_the_plan_and_the_d
     write(render_stack("dev"), tmp_path / "dev")
     main(["diff", str(tmp_path / "dev"), str(tmp_path / "flex")])
     estimates = capsys.readouterr().out.split("resource changes")[0]
-    assert "costPerHour: 32.73 -> null" in estimates and not PYTHON_REPR.search(estimates)
+    assert "costPerHour: 33.12 -> null" in estimates and not PYTHON_REPR.search(estimates)
