@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +100,9 @@ class KubernetesApi:
     status: dict[str, int] = field(default_factory=lambda: {"replicas": 2, "readyReplicas": 2})
     authorizations: list[str | None] = field(default_factory=list)
     url: str = ""
+    # The namespace's events (an empty list unless a test sets them) and each pod's vLLM container log.
+    events: dict[str, Any] = field(default_factory=lambda: {"apiVersion": "v1", "kind": "List", "items": []})
+    logs: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -108,13 +113,23 @@ def kubernetes_api() -> Iterator[KubernetesApi]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             api.authorizations.append(self.headers.get("Authorization"))
-            if self.path != path:
+            url = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(url.query)
+            pod_log = re.fullmatch(f"/api/v1/namespaces/{NAMESPACE}/pods/([^/]+)/log", url.path)
+            if url.path == path:
+                deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE}}
+                self.answer("application/json", json.dumps({**deployment, "status": {"observedGeneration": 1, **api.status}}))
+            elif url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
+                self.answer("application/json", json.dumps(api.events))
+            elif pod_log and pod_log[1] in api.logs and query == {"container": [DEPLOYMENT], "timestamps": ["true"]}:
+                self.answer("text/plain", api.logs[pod_log[1]])
+            else:
                 self.send_error(404)
-                return
-            deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE}}
-            raw = json.dumps({**deployment, "status": {"observedGeneration": 1, **api.status}}).encode()
+
+        def answer(self, content_type: str, text: str) -> None:
+            raw = text.encode()
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import google.cloud.storage as storage
 import pytest
 
 from tests.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_line, read_jsonl, run_runner, upload_lines
+from tests.cold_start import samples
 
 
 def run_once(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, **overrides: Any) -> Any:
@@ -271,3 +273,49 @@ def test_a_batch_run_in_process_leaves_the_callers_event_loop_alone(
     finally:
         loop.close()
         asyncio.set_event_loop(asyncio.new_event_loop())  # as open as the tests after this one expect
+
+
+def wake_replicas(api: KubernetesApi) -> None:
+    """The replicas' Deployment at zero Ready until the runner has waited a moment, as in a wake from zero."""
+    api.status = {"replicas": 1, "readyReplicas": 0}
+    threading.Timer(0.5, lambda: api.status.update(readyReplicas=1)).start()
+
+
+@pytest.mark.xfail(strict=True, reason="the batch report has no cold start")
+def test_a_batch_that_woke_the_replicas_reports_how_the_last_one_started(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    kubernetes_api.events = samples.events_list(samples.wake_events(samples.EARLIER_POD, day="2026-11-22"), samples.wake_events())
+    kubernetes_api.logs = {samples.EARLIER_POD: samples.WARM_LOG, samples.POD: samples.COLD_LOG}
+    wake_replicas(kubernetes_api)
+    upload_lines(bucket, "woke.jsonl", [chat_line(f"woke-{i}") for i in range(20)])
+    run_once(bucket, vllm_like(), kubernetes_api)
+    cold_start = json.loads(bucket.blob("reports/woke.jsonl.json").download_as_bytes())["cold_start"]
+    assert cold_start["pod"] == samples.POD  # the pod that started last, not yesterday's
+    # From the samples' stamps: first event 12:00:00, Scheduled 12:05:31, Started 12:05:45, the slowest engine's
+    # weights 12:06:41.007 and graphs 12:13:20.019, the server 12:13:31.224.
+    assert cold_start["phases"] == pytest.approx(
+        {
+            "node provisioned": 331.0,
+            "image pulled or streamed": 14.0,
+            "weights loaded": 56.007,
+            "compile and CUDA graph capture": 399.012,
+            "ready": 11.205,
+        }
+    )
+    assert (cold_start["imageStreamed"], cold_start["compileCacheHit"]) == (True, False)
+
+
+@pytest.mark.xfail(strict=True, reason="the batch report has no cold start")
+def test_a_batch_that_found_replicas_ready_reports_no_cold_start_and_one_whose_events_expired_says_so(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like()
+    upload_lines(bucket, "warm.jsonl", [chat_line("warm")])
+    run_once(bucket, server, kubernetes_api)
+    assert json.loads(bucket.blob("reports/warm.jsonl.json").download_as_bytes())["cold_start"] is None
+    wake_replicas(kubernetes_api)  # the API server keeps events an hour (--event-ttl): none is left here
+    upload_lines(bucket, "expired.jsonl", [chat_line("expired")])
+    run_once(bucket, server, kubernetes_api)
+    cold_start = json.loads(bucket.blob("reports/expired.jsonl.json").download_as_bytes())["cold_start"]
+    assert cold_start == {"unavailable": "no Started event of a pod named vllm-... in the events"}
