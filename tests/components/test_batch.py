@@ -145,7 +145,8 @@ def test_the_files_the_runners_pod_mounts_import_the_runner_and_the_cold_start_p
             (folder / item["path"]).write_text(data[item["key"]])
     python_path = tmp_path / next(e["value"] for e in container["env"] if e["name"] == "PYTHONPATH").lstrip("/")
     check = "import batch.runner, cold_start.phases; print(cold_start.phases.__file__)"
-    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(python_path)!r}); {check}"], capture_output=True, text=True)
+    command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(python_path)!r}); {check}"]
+    run = subprocess.run(command, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == str(python_path / "cold_start" / "phases.py")
 
