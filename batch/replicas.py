@@ -22,6 +22,8 @@ class ReplicaCount:
 
 
 class Deployment(Protocol):
+    name: str  # the replicas' pods are named after it
+
     def count(self) -> ReplicaCount: ...
 
     def events(self) -> dict[str, Any]:

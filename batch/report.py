@@ -17,7 +17,9 @@ def build(
     replica_seconds: float,
     price_per_replica_hour: float | None,
     estimated_usd_per_million_tokens: float | None,
+    cold_start: dict[str, object] | None = None,
 ) -> dict[str, Any]:
+    """The batch's figures; ``cold_start`` is how the last replica started when the batch woke them (else None)."""
     wall_seconds = max(finished_at - started_at, 0.0)
     tokens = totals.prompt_tokens + totals.completion_tokens
     replica_hours = replica_seconds / 3600
@@ -40,6 +42,7 @@ def build(
         "cost_usd": cost,
         "usd_per_million_tokens": None if cost is None or tokens == 0 else cost / tokens * 1_000_000,
         "estimated_usd_per_million_tokens": estimated_usd_per_million_tokens,
+        "cold_start": cold_start,
     }
 
 

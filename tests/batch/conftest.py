@@ -103,6 +103,16 @@ class KubernetesApi:
     # The namespace's events (an empty list unless a test sets them) and each pod's vLLM container log.
     events: dict[str, Any] = field(default_factory=lambda: {"apiVersion": "v1", "kind": "List", "items": []})
     logs: dict[str, str] = field(default_factory=dict)
+    # A wake: the replicas turn Ready once the Deployment has been read this many times at zero Ready.
+    reads_until_ready: int | None = None
+
+    def read_status(self) -> dict[str, int]:
+        if self.reads_until_ready is not None and self.status.get("readyReplicas", 0) == 0:
+            self.reads_until_ready -= 1
+            if self.reads_until_ready < 0:
+                self.status["readyReplicas"] = self.status["replicas"]
+                self.reads_until_ready = None
+        return dict(self.status)
 
 
 @pytest.fixture
@@ -118,7 +128,7 @@ def kubernetes_api() -> Iterator[KubernetesApi]:
             pod_log = re.fullmatch(f"/api/v1/namespaces/{NAMESPACE}/pods/([^/]+)/log", url.path)
             if url.path == path:
                 deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE}}
-                self.answer("application/json", json.dumps({**deployment, "status": {"observedGeneration": 1, **api.status}}))
+                self.answer("application/json", json.dumps({**deployment, "status": {"observedGeneration": 1, **api.read_status()}}))
             elif url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
                 self.answer("application/json", json.dumps(api.events))
             elif pod_log and pod_log[1] in api.logs and query == {"container": [DEPLOYMENT], "timestamps": ["true"]}:

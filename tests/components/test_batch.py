@@ -113,7 +113,6 @@ def test_the_runners_kubernetes_account_is_its_google_account_through_workload_i
     assert not any("CREDENTIALS" in e["name"] for e in runner_container(render)["env"])
 
 
-@pytest.mark.xfail(strict=True, reason="the runner may not read events or logs")
 def test_the_runner_may_get_the_replicas_deployment_and_read_how_they_started_and_nothing_else() -> None:
     render = with_batch()
     role = manifest(render, "Role", RUNNER)
@@ -129,7 +128,6 @@ def test_the_runner_may_get_the_replicas_deployment_and_read_how_they_started_an
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="the runner's pod has no cold-start parser")
 def test_the_files_the_runners_pod_mounts_import_the_runner_and_the_cold_start_parser(tmp_path: Path) -> None:
     render = with_batch()
     data = manifest(render, "ConfigMap", "batch-runner-code")["data"]
@@ -154,6 +152,8 @@ def test_the_files_the_runners_pod_mounts_import_the_runner_and_the_cold_start_p
 def test_the_runners_config_map_holds_the_batch_package_as_it_is_in_the_repository() -> None:
     data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
     expected = {p.name: p.read_text() for p in [*PACKAGE.glob("*.py"), *PACKAGE.glob("requirements.txt")]}
+    cold_start = PACKAGE.parent / "cold_start"
+    expected |= {f"cold_start.{name}": (cold_start / name).read_text() for name in ("__init__.py", "phases.py")}
     assert data == expected and {"__init__.py", "layout.py", "sizing.py"} <= set(data)
 
 
@@ -162,9 +162,10 @@ def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() ->
     pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
     container = runner_container(render)
     env = {e["name"]: e.get("value") for e in container["env"]}
-    (mount,) = container["volumeMounts"]
-    assert mount["mountPath"] == f"{env['PYTHONPATH']}/batch" and mount["readOnly"] is True
-    assert pod["volumes"] == [{"name": mount["name"], "configMap": {"name": "batch-runner-code"}}]
+    mounts = {mount["mountPath"]: mount for mount in container["volumeMounts"]}
+    assert set(mounts) == {f"{env['PYTHONPATH']}/batch", f"{env['PYTHONPATH']}/cold_start"}
+    assert all(mount["readOnly"] for mount in mounts.values())
+    assert {volume["configMap"]["name"] for volume in pod["volumes"]} == {"batch-runner-code"}
     assert container["command"][-1].endswith("exec python -m batch run")
     assert container["image"].endswith("python:3.12.7-slim-bookworm")
 

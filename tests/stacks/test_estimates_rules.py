@@ -145,7 +145,9 @@ def test_by_default_the_idle_bill_prices_the_caches_throughput_and_capacity_at_h
     # Hyperdisk ML list prices: $0.08 per GiB-month and $0.12 per provisioned MiB/s-month (docs/cold-start.md);
     # the default cache is 100 GiB at 2,400 MiB/s.
     settings = StackSettings.model_validate({"project": "example-project", "nodes": 0})
-    keeps = plan_stack(settings, "test").estimate.as_output()["whenIdle"]["keeps"]
+    idle = plan_stack(settings, "test").estimate.as_output()["whenIdle"]
+    assert isinstance(idle, dict)
+    keeps = idle["keeps"]
     assert keeps["model cache disk (Hyperdisk ML, read-only)"] == round((100 * 0.08 + 2400 * 0.12) / 730, 4)
 
 

@@ -256,7 +256,9 @@ def test_observability_expects_each_replica_to_make_the_reference_share() -> Non
 
 def test_the_estimate_of_the_plan_is_the_reference_at_the_stacks_nodes() -> None:
     assert plan(nodes=4).estimate.tokens_per_second == 376_074
-    assert math.isclose(plan(nodes=4).estimate.cost_per_hour or 0, 4 * 32.61 + 0.10 + (100 * 0.08 + 2400 * 0.12) / 730 + 100 * 0.05 / 730, abs_tol=0.01)
+    # Four Spot nodes, the cluster fee, the Hyperdisk ML cache (100 GiB, 2,400 MiB/s) and its snapshot.
+    cache = (100 * 0.08 + 2400 * 0.12 + 100 * 0.05) / 730
+    assert math.isclose(plan(nodes=4).estimate.cost_per_hour or 0, 4 * 32.61 + 0.10 + cache, abs_tol=0.01)
 
 
 def test_every_spec_carries_the_stacks_own_namespace_project_zone_and_section() -> None:
