@@ -30,7 +30,7 @@ WORK = PROJECT_ROOT / "build" / "mutation"
 # Each module, and the test files that test its behaviour without a full render where they can:
 # every mutant runs the tests that reach the mutated function, so render-heavy files cost minutes each.
 MODULES: dict[str, tuple[str, ...]] = {
-    "stacks/plan.py": ("tests/stacks/test_plan.py", "tests/stacks/test_plan_rules.py"),
+    "stacks/plan.py": ("tests/stacks/test_plan.py", "tests/stacks/test_plan_rules.py", "tests/stacks/test_plan_specs.py"),
     "stacks/estimates.py": ("tests/stacks/test_estimates_rules.py",),
     "render/changes.py": ("tests/render/test_changes_classes.py",),
     "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
