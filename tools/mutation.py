@@ -55,6 +55,7 @@ EQUIVALENT: dict[str, Equivalent] = {
     "stacks.plan.x_cache_id__mutmut_15": Equivalent('split("/")[+1]', "a model id is org/name: item 1 is the last"),
     "stacks.plan.x_cache_id__mutmut_18": Equivalent('strip("XX-XX")', "the name is lower-cased first: it holds no X"),
     "stacks.plan.x_scheduling__mutmut_56": Equivalent("assert_never(None)", "unreachable: the capacity mode is a closed type"),
+    "stacks.plan.x_plan_stack__mutmut_93": Equivalent('rstrip("XX-XX")', "a cluster name is lower case: it holds no X"),
     "stacks.estimates.x__estimate__mutmut_2": Equivalent(
         "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
     ),
