@@ -235,9 +235,10 @@ class CompileCacheSpec:
 
 
 def compile_cache_bucket(project: str, cluster: str) -> str:
-    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters."""
+    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters
+    or hold "google", which Cloud Storage refuses (a project id cannot hold it)."""
     name = f"{project}-{cluster}-compile-cache"
-    if len(name) <= 63:
+    if len(name) <= BUCKET_NAME_LENGTH and "google" not in cluster:
         return name
     return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
 

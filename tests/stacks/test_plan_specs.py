@@ -249,7 +249,6 @@ def test_a_cluster_name_too_long_for_the_compile_cache_bucket_is_hashed(length: 
     assert_bucket_name(spec.mount.bucket)
 
 
-@pytest.mark.xfail(strict=True, reason="a cluster name holding 'google' gives a bucket name Cloud Storage refuses")
 @pytest.mark.parametrize("cluster", ["google-llm", "llm-on-google"])
 def test_a_cluster_name_holding_google_gives_a_compile_cache_bucket_cloud_storage_accepts(cluster: str) -> None:
     # Cloud Storage refuses bucket names that contain "google" (cloud.google.com/storage/docs/buckets#naming).
