@@ -103,6 +103,8 @@ class KubernetesApi:
     # The namespace's events (an empty list unless a test sets them) and each pod's vLLM container log.
     events: dict[str, Any] = field(default_factory=lambda: {"apiVersion": "v1", "kind": "List", "items": []})
     logs: dict[str, str] = field(default_factory=dict)
+    # Served instead of ``events`` when set: an answer the runner cannot read.
+    raw_events: str | None = None
     # A wake: the replicas turn Ready once the Deployment has been read this many times at zero Ready.
     reads_until_ready: int | None = None
 
@@ -130,7 +132,7 @@ def kubernetes_api() -> Iterator[KubernetesApi]:
                 deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE}}
                 self.answer("application/json", json.dumps({**deployment, "status": {"observedGeneration": 1, **api.read_status()}}))
             elif url.path == f"/api/v1/namespaces/{NAMESPACE}/events":
-                self.answer("application/json", json.dumps(api.events))
+                self.answer("application/json", json.dumps(api.events) if api.raw_events is None else api.raw_events)
             elif pod_log and pod_log[1] in api.logs and query == {"container": [DEPLOYMENT], "timestamps": ["true"]}:
                 self.answer("text/plain", api.logs[pod_log[1]])
             else:

@@ -316,3 +316,18 @@ def test_a_batch_that_found_replicas_ready_reports_no_cold_start_and_one_whose_e
     run_once(bucket, server, kubernetes_api)
     cold_start = json.loads(bucket.blob("reports/expired.jsonl.json").download_as_bytes())["cold_start"]
     assert cold_start == {"unavailable": "no Started event of a pod named vllm-... in the events"}
+
+
+@pytest.mark.xfail(strict=True, reason="a malformed answer from the API server ends the claim's keeper")
+@pytest.mark.parametrize("events", ["not json", '{"items": [{"reason": "Started", "involvedObject": "a string"}]}'])
+def test_an_api_server_answer_the_parser_cannot_read_leaves_the_batch_whole_and_says_why(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi, events: str
+) -> None:
+    kubernetes_api.raw_events = events
+    wake_replicas(kubernetes_api)
+    ids = [f"odd-{i}" for i in range(20)]
+    upload_lines(bucket, "odd.jsonl", [chat_line(custom_id) for custom_id in ids])
+    run_once(bucket, vllm_like(), kubernetes_api)
+    report = json.loads(bucket.blob("reports/odd.jsonl.json").download_as_bytes())
+    assert report["succeeded"] == len(ids)
+    assert set(report["cold_start"]) == {"unavailable"}
