@@ -141,8 +141,10 @@ def last_cold_start(deployment: Deployment) -> dict[str, object]:
         events = deployment.events()
         pod = phases.last_started_pod(events, deployment.name)
         return phases.measure(events, deployment.log(pod), pod=pod).as_output()
-    except (phases.MeasureError, OSError) as error:
+    except phases.MeasureError as error:
         return {"unavailable": str(error)}
+    except Exception as error:  # best effort: no answer of the API server may cost the batch or its claim
+        return {"unavailable": f"{type(error).__name__}: {error}"}
 
 
 def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> ReplicaCount:

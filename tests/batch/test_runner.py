@@ -318,7 +318,6 @@ def test_a_batch_that_found_replicas_ready_reports_no_cold_start_and_one_whose_e
     assert cold_start == {"unavailable": "no Started event of a pod named vllm-... in the events"}
 
 
-@pytest.mark.xfail(strict=True, reason="a malformed answer from the API server ends the claim's keeper")
 @pytest.mark.parametrize("events", ["not json", '{"items": [{"reason": "Started", "involvedObject": "a string"}]}'])
 def test_an_api_server_answer_the_parser_cannot_read_leaves_the_batch_whole_and_says_why(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi, events: str
