@@ -39,7 +39,7 @@ class DeploymentApi:
     """GET on one Deployment, and the namespace's events and pod logs (what the runner's Role grants)."""
 
     def __init__(self, api_url: str, namespace: str, name: str, *, token_file: Path | None = None, ca_file: Path | None = None) -> None:
-        self.api = f"{api_url.rstrip('/')}"
+        self.api = api_url.rstrip("/")
         self.namespace = namespace
         self.name = name
         self.url = f"{self.api}/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
