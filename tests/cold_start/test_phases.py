@@ -84,6 +84,17 @@ def test_by_default_the_pod_that_started_last_is_measured() -> None:
     assert chosen.steps["pending"].day == 22
 
 
+@pytest.mark.xfail(strict=True, reason="any pod whose name starts with vllm- is taken for a replica")
+def test_only_the_replicas_deployments_own_pods_are_measured_not_its_namesakes() -> None:
+    # A Deployment's pods are <deployment>-<pod-template-hash>-<5 characters> (kubernetes/kubernetes
+    # pkg/controller/deployment/sync.go; apiserver's names.SimpleNameGenerator). The gateway's endpoint
+    # picker, Deployment vllm-epp, starts its pods in the same wake, here after the replica.
+    picker = "vllm-epp-5c8d7f9b4-q7w2z"
+    later = [{**e, "firstTimestamp": "2026-11-23T12:06:10Z"} for e in samples.wake_events(picker)]
+    events = samples.events_list(samples.wake_events(), later)
+    assert measure(events, samples.COLD_LOG.splitlines()).pod == samples.POD
+
+
 def test_a_step_missing_from_the_input_leaves_its_phases_open() -> None:
     events = [e for e in samples.wake_events() if e["reason"] != "Scheduled"]
     phases = dict(measure(samples.events_list(events), samples.COLD_LOG.splitlines()).phases())
