@@ -120,14 +120,22 @@ def _minutes(seconds: float | None) -> str:
     return "not in the input" if seconds is None else f"{int(seconds // 60)}:{int(seconds % 60):02d}  ({seconds:.0f} s)"
 
 
+def deployment_pod(deployment: str) -> re.Pattern[str]:
+    """The names of a Deployment's pods: ``<deployment>-<pod-template-hash>-<5 characters>``
+    (kubernetes/kubernetes pkg/controller/deployment/sync.go names the ReplicaSet, and the API server's
+    ``names.SimpleNameGenerator`` adds the five), so ``vllm-epp-...`` is not a pod of ``vllm``."""
+    return re.compile(rf"{re.escape(deployment)}-[a-z0-9]{{1,10}}-[a-z0-9]{{5}}")
+
+
 def last_started_pod(events: Mapping[str, Any], prefix: str) -> str:
-    """The pod named ``prefix-...`` whose container started last: the latest cold start."""
+    """The pod of Deployment ``prefix`` whose container started last: the latest cold start."""
+    own = deployment_pod(prefix)
     started = [
         (time, str(event["involvedObject"]["name"]))
         for event in events.get("items") or []
         if event.get("reason") == "Started"
         and (event.get("involvedObject") or {}).get("kind") == "Pod"
-        and str((event.get("involvedObject") or {}).get("name", "")).startswith(f"{prefix}-")
+        and own.fullmatch(str((event.get("involvedObject") or {}).get("name", "")))
         and (time := _event_time(event)) is not None
     ]
     if not started:

@@ -84,7 +84,6 @@ def test_by_default_the_pod_that_started_last_is_measured() -> None:
     assert chosen.steps["pending"].day == 22
 
 
-@pytest.mark.xfail(strict=True, reason="any pod whose name starts with vllm- is taken for a replica")
 def test_only_the_replicas_deployments_own_pods_are_measured_not_its_namesakes() -> None:
     # A Deployment's pods are <deployment>-<pod-template-hash>-<5 characters> (kubernetes/kubernetes
     # pkg/controller/deployment/sync.go; apiserver's names.SimpleNameGenerator). The gateway's endpoint
