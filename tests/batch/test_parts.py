@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import google.cloud.storage as storage
@@ -65,6 +66,17 @@ def test_the_runner_environment_names_what_is_missing() -> None:
     )
     assert (settings.workers, settings.concurrency_per_replica, settings.price_per_replica_hour) == (6, 2000, 88.93)
     assert settings.estimated_usd_per_million_tokens is None
+
+
+@pytest.mark.xfail(strict=True, reason="the runner reads no expected cold start")
+def test_the_runner_reads_the_expected_cold_start_from_its_environment() -> None:
+    from batch import layout
+    from batch.__main__ import settings_from_env
+
+    required = {layout.ENV_BUCKET: "b", layout.ENV_SERVING_URL: "http://vllm:8000/v1", layout.ENV_CONCURRENCY_PER_REPLICA: "1"}
+    phases = {"phases": {"weights": {"seconds": 12}}}
+    assert settings_from_env({**required, layout.ENV_EXPECTED_COLD_START: json.dumps(phases)}).expected_cold_start == phases
+    assert settings_from_env(required).expected_cold_start is None
 
 
 def test_the_pods_requirements_pin_what_the_tests_ran_with_and_carry_hashes() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import subprocess
 import sys
@@ -195,6 +196,14 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert float(values[layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS]) == estimates["dollarsPerMillionTokens"]
     assert env[layout.ENV_NAMESPACE]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert layout.ENV_API_KEY not in env
+
+
+@pytest.mark.xfail(strict=True, reason="the runner is not given the stack's expected cold start")
+def test_the_runner_is_given_the_stacks_expected_cold_start_to_report_a_wake_against() -> None:
+    render = with_batch()
+    values = {e["name"]: e.get("value") for e in runner_container(render)["env"]}
+    expected = json.loads(values[layout.ENV_EXPECTED_COLD_START])
+    assert expected == {"phases": reveal(render.outputs)["estimates"]["coldStart"]["phases"]}
 
 
 def test_the_runner_reads_the_api_key_from_the_stacks_secret() -> None:
