@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -42,6 +43,7 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
         workers=int(environ.get(layout.ENV_WORKERS) or 1),
         price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),
         estimated_usd_per_million_tokens=_optional_float(environ, layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS),
+        expected_cold_start=json.loads(environ[layout.ENV_EXPECTED_COLD_START]) if environ.get(layout.ENV_EXPECTED_COLD_START) else None,
     )
 
 

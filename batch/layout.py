@@ -27,6 +27,8 @@ ENV_CONCURRENCY_PER_REPLICA: Final = "CONCURRENCY_PER_REPLICA"
 ENV_PRICE_PER_REPLICA_HOUR: Final = "PRICE_PER_REPLICA_HOUR"  # USD, the stack's estimate
 ENV_ESTIMATED_USD_PER_MILLION_TOKENS: Final = "ESTIMATED_USD_PER_MILLION_TOKENS"
 ENV_METRICS_PORT: Final = "METRICS_PORT"
+# JSON {"phases": ...}: the stack's expected cold start (estimates.coldStart), to report a wake against.
+ENV_EXPECTED_COLD_START: Final = "EXPECTED_COLD_START"
 
 METRICS_PORT: Final = 9090
 # Prometheus metrics the runner exports (and the dashboard, alerts and PromQL checks use).

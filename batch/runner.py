@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 import google.cloud.storage as storage
@@ -36,6 +37,7 @@ class RunnerSettings:
     workers: int = 1
     price_per_replica_hour: float | None = None
     estimated_usd_per_million_tokens: float | None = None
+    expected_cold_start: dict[str, Any] | None = None
     part_lines: int = 1000
     lease_seconds: float = 120.0
     poll_seconds: float = 15.0
@@ -90,7 +92,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
                 progress.ready_replicas.value = current.ready
                 # Measured once every woken replica is Ready: the API server keeps events only an hour.
                 if woke and cold_start is None and current.ready == current.replicas > 0:
-                    cold_start = last_cold_start(deployment)
+                    cold_start = last_cold_start(deployment, settings.expected_cold_start)
             except OSError as error:
                 log.warning("reading the replicas' Deployment failed: %s", error)
             try:
@@ -110,7 +112,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         raise lost[0]
     meter.sample(time.time(), deployment.count())
     if woke and cold_start is None:  # the batch ended before every replica was Ready
-        cold_start = last_cold_start(deployment)
+        cold_start = last_cold_start(deployment, settings.expected_cold_start)
     totals = sum(objects.finished_parts(bucket, held.input_name).values(), objects.PartSummary())
     batch_report = report.build(
         held.input_name,
@@ -135,12 +137,17 @@ def _ready_now(deployment: Deployment) -> int | None:
         return None
 
 
-def last_cold_start(deployment: Deployment) -> dict[str, object]:
-    """How the replica that started last started, phase by phase, or why it cannot be told."""
+def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = None) -> dict[str, object]:
+    """How the replica that started last started, phase by phase and beside the stack's estimate, or why it cannot be told."""
     try:
         events = deployment.events()
         pod = phases.last_started_pod(events, deployment.name)
-        return phases.measure(events, deployment.log(pod), pod=pod).as_output()
+        breakdown = phases.measure(events, deployment.log(pod), pod=pod)
+        measured = breakdown.as_output()
+        if expected is not None:
+            rows = phases.against_expected(breakdown, expected)
+            measured["againstEstimate"] = {name: {"measured": seconds, "expected": estimate} for name, seconds, estimate in rows}
+        return measured
     except phases.MeasureError as error:
         return {"unavailable": str(error)}
     except Exception as error:  # best effort: no answer of the API server may cost the batch or its claim

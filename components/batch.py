@@ -11,6 +11,7 @@ manifests; ``Batch`` only registers them. Design and sources: docs/batch.md.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,11 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
         layout.ENV_PRICE_PER_REPLICA_HOUR: None if spec.price_per_replica_hour is None else str(spec.price_per_replica_hour),
         layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS: (
             None if spec.estimated_usd_per_million_tokens is None else str(spec.estimated_usd_per_million_tokens)
+        ),
+        layout.ENV_EXPECTED_COLD_START: (
+            None
+            if spec.expected_cold_start is None
+            else json.dumps({"phases": spec.expected_cold_start.as_output()["phases"]}, sort_keys=True)
         ),
         "PYTHONPATH": CODE_ROOT,
         "PYTHONUNBUFFERED": "1",

@@ -16,7 +16,7 @@ from typing import assert_never
 
 from batch.sizing import runner_workers
 from stacks import gke
-from stacks.cold_start import compile_cache_enabled, expected
+from stacks.cold_start import ColdStart, compile_cache_enabled, expected
 from stacks.estimates import Estimate, estimate, price_per_node_hour
 from stacks.settings import (
     GPU_TYPE,
@@ -387,6 +387,8 @@ class BatchSpec:
     # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
     price_per_replica_hour: float | None
     estimated_usd_per_million_tokens: float | None
+    # The stack's expected cold start, phase by phase: a batch that wakes the stack reports against it.
+    expected_cold_start: ColdStart | None
     # A production stack protects the bucket: a destroy stops at it.
     protect: bool = False
 
@@ -547,6 +549,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             poll_seconds=settings.autoscaling.poll_seconds,
             price_per_replica_hour=price_per_node_hour(settings.capacity),
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
+            expected_cold_start=figures.cold_start,
             protect=settings.production,
         )
         if bucket is not None

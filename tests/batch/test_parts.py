@@ -68,7 +68,6 @@ def test_the_runner_environment_names_what_is_missing() -> None:
     assert settings.estimated_usd_per_million_tokens is None
 
 
-@pytest.mark.xfail(strict=True, reason="the runner reads no expected cold start")
 def test_the_runner_reads_the_expected_cold_start_from_its_environment() -> None:
     from batch import layout
     from batch.__main__ import settings_from_env

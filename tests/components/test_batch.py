@@ -198,7 +198,6 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert layout.ENV_API_KEY not in env
 
 
-@pytest.mark.xfail(strict=True, reason="the runner is not given the stack's expected cold start")
 def test_the_runner_is_given_the_stacks_expected_cold_start_to_report_a_wake_against() -> None:
     render = with_batch()
     values = {e["name"]: e.get("value") for e in runner_container(render)["env"]}
