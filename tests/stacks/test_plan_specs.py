@@ -152,6 +152,14 @@ def test_the_batch_spec_carries_each_setting_it_is_made_of() -> None:
     assert not batch.protect
 
 
+def test_the_batch_runner_reports_a_wake_against_one_from_zero_to_the_most_replicas() -> None:
+    spec = plan(**BATCH).batch
+    assert spec is not None and spec.expected_cold_start is not None
+    # A batch wakes the stack from zero to maxReplicas (8 here), the image streamed from the region's mirror (30 s).
+    assert spec.expected_cold_start.replicas == 8
+    assert spec.expected_cold_start.image.seconds == 30
+
+
 def test_the_batch_runner_serves_the_model_id_when_no_served_name_is_set() -> None:
     batch = plan(**BATCH).batch
     assert batch is not None and batch.served_model == "Qwen/Qwen3.5-27B-FP8"
