@@ -75,8 +75,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     done_before = objects.finished_parts(bucket, held.input_name)
     total = sum(1 for line in objects.input_lines(bucket, held) if line.strip())
     progress.backlog.value = total - sum(part.lines for part in done_before.values())
-    woke = _ready_now(deployment) == 0
-    count = wait_for_ready(deployment, settings)
+    count, woke = wait_for_ready(deployment, settings)
     progress.ready_replicas.value = count.ready
     meter = ReplicaMeter(held.lease.replica_seconds, time.time(), count)
     stop = threading.Event()
@@ -129,14 +128,6 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     log.info("%s", report.summary(batch_report))
 
 
-def _ready_now(deployment: Deployment) -> int | None:
-    try:
-        return deployment.count().ready
-    except OSError as error:
-        log.warning("reading the replicas' Deployment failed: %s", error)
-        return None
-
-
 def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = None) -> dict[str, object]:
     """How the replica that started last started, phase by phase and beside the stack's estimate, or why it cannot be told."""
     try:
@@ -154,13 +145,16 @@ def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = No
         return {"unavailable": f"{type(error).__name__}: {error}"}
 
 
-def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> ReplicaCount:
+def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> tuple[ReplicaCount, bool]:
+    """The first count with a Ready replica, and whether one was read with none: the batch woke the replicas."""
     deadline = time.monotonic() + settings.ready_timeout_seconds
+    woke = False
     while True:
         try:
             count = deployment.count()
             if count.ready > 0:
-                return count
+                return count, woke
+            woke = True
         except OSError as error:
             log.warning("reading the replicas' Deployment failed: %s", error)
         if time.monotonic() > deadline:
