@@ -1,167 +1,22 @@
-"""Offline render: ``python -m render <stack>`` and ``python -m render diff <a> <b>``.
-
-Runs the real program under Pulumi's mock engine: no cloud, no Pulumi CLI.
-"""
+"""``python -m render``: the offline render of ``render/cli.py`` in this process."""
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import gc
-import importlib.util
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any
 
-import yaml
 
-from render.progress import Progress
-
-if __name__ == "__main__":
+def main(argv: list[str]) -> int:
     # A render is one short process that loads millions of long-lived objects (the provider SDKs' classes)
     # and makes few reference cycles: the cyclic collector's repeated scans of them cost about half its CPU,
     # and the interpreter's last collection at exit scans them again unless frozen (docs/reference.md).
     gc.disable()
     atexit.register(gc.freeze)
+    from render.cli import run
 
-# Importing the checks (Kubernetes schemas, CEL, Helm, the Dashboards API types) takes over a second.
-with Progress.on_terminal().step("loading the render's checks"):
-    from render.changes import changes, read_records, summary, write_records
-    from render.chart import ChartError
-    from render.cluster_model import ClusterModelError, check_cluster
-    from render.engine import PROJECT_ROOT, Render, render_stack
-    from render.files import PLAN_FILE, changed_files, diff, flatten, plan, short, write
-    from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
-    from render.promql import PromQLError, check_monitoring
-    from render.provider_rules import ProviderConstraintError, check_provider
-    from render.validation import ManifestError, kubernetes_version, validate_render
-    from stacks.problems import StackConfigError
-
-BUILD = PROJECT_ROOT / "build"
-
-
-def provider_sdks_compiled() -> bool:
-    """Whether the install compiled the provider SDKs: Python reads bytecode it is not allowed to write."""
-    spec = importlib.util.find_spec("pulumi_gcp")
-    assert spec is not None and spec.origin is not None
-    return Path(importlib.util.cache_from_source(str(Path(spec.origin).parent / "compute" / "_inputs.py"))).exists()
-
-
-def _loading_step(stack: str) -> str:
-    step = f"running the program of {stack} under the mock engine (loads the provider SDKs)"
-    if sys.dont_write_bytecode and not provider_sdks_compiled():
-        step += "; they have no bytecode and Python writes none here: `uv sync --compile-bytecode` once saves ~10 s a render"
-    return step
-
-
-def _render_to(stack: str, folder: Path, progress: Progress | None = None) -> Render:
-    progress = progress or Progress.on_terminal()
-    with progress.step(_loading_step(stack)):
-        render = render_stack(stack)
-    with progress.step(f"rendering the charts and writing {folder}"):
-        write(render, folder)
-        write_records(render, folder)
-    return render
-
-
-def _folder_or_stack(target: str, scratch: Path) -> Path:
-    path = Path(target)
-    if path.is_dir() and (path / PLAN_FILE).exists():
-        return path
-    folder = scratch / target
-    _render_to(target, folder)
-    return folder
-
-
-def estimate_changes(before: Path, after: Path) -> list[str]:
-    """What a pull request decides on, first: each estimate that changes, from before to after."""
-
-    def figures(folder: Path) -> dict[str, Any]:
-        path = folder / "outputs.yaml"
-        outputs = yaml.safe_load(path.read_text()) if path.exists() else None
-        return flatten((outputs or {}).get("estimates") or {})
-
-    old, new = figures(before), figures(after)
-    changed = [
-        f"  {key}: {short(old[key]) if key in old else '-'} -> {short(new[key]) if key in new else '-'}\n"
-        for key in sorted(set(old) | set(new))
-        if old.get(key) != new.get(key)
-    ]
-    return ["estimates:\n", *changed, "\n"] if changed else ["estimates: unchanged\n\n"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["diff"]:
-        parser = argparse.ArgumentParser(prog="python -m render diff", description="Diff two stacks, or two render folders.")
-        parser.add_argument("before", help="a stack name or a render folder")
-        parser.add_argument("after", help="a stack name or a render folder")
-        parser.add_argument("--exit-code", action="store_true", help="exit 1 when they differ")
-        options = parser.parse_args(args[1:])
-        with tempfile.TemporaryDirectory() as scratch:
-            before = _folder_or_stack(options.before, Path(scratch))
-            after = _folder_or_stack(options.after, Path(scratch))
-            try:
-                classified = summary(changes(read_records(before), read_records(after)))
-            except FileNotFoundError as missing:
-                # A folder rendered by an older renderer (the base of a pull request, say).
-                classified = [f"resource changes: not classified ({missing})\n\n"]
-            lines = diff(before, after, labels=(options.before, options.after))
-            estimates = estimate_changes(before, after)
-        sys.stdout.writelines(estimates)
-        sys.stdout.writelines(classified)
-        sys.stdout.writelines(lines)
-        print(f"{changed_files(lines)} files differ between {options.before} and {options.after}")
-        return 1 if lines and options.exit_code else 0
-
-    parser = argparse.ArgumentParser(
-        prog="python -m render",
-        description="Render a stack offline: plan, manifests, cloud inputs.",
-        epilog="python -m render diff <before> <after> [--exit-code] compares two stacks or render folders.",
-    )
-    parser.add_argument("stack", help="the stack: Pulumi.<stack>.yaml")
-    parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
-    options = parser.parse_args(args)
-    folder = options.out or BUILD / options.stack
-    progress = Progress.on_terminal()
-    render = _render_to(options.stack, folder, progress)
-    print(plan(render), end="")
-    with progress.step("validating every object against the Kubernetes schema and the vendored CRDs"):
-        checks = validate_render(render)
-    schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
-    print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
-    with progress.step("checking the cluster model"):
-        objects = check_cluster(render)
-    print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
-    with progress.step("checking GCP inputs against the provider's schema"):
-        provider_checked = check_provider(render)
-    print(f"provider: {provider_checked} GCP resources meet google-beta's schema checks (docs/provider.md)")
-    with progress.step("checking the stack's creation order and destroy"):
-        check_lifecycle(render)
-        lifecycle = lifecycle_text(render)
-    (folder / LIFECYCLE_FILE).write_text(lifecycle)
-    print(f"\n{lifecycle}", end="")
-    with progress.step("checking the monitoring queries"):
-        queries = check_monitoring(render)
-    print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
-    print(f"written to {folder}")
-    return 0
+    return run(argv)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (
-        StackConfigError,
-        ManifestError,
-        ClusterModelError,
-        ProviderConstraintError,
-        ChartError,
-        PromQLError,
-        LifecycleError,
-        FileNotFoundError,
-        FileExistsError,
-    ) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(main(sys.argv[1:]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from render.__main__ import main
 from render.chart import ChartError, chart_objects, render_chart, split_manifests
+from render.cli import main
 from render.engine import Registration, Render
 from render.validation import validate_render
 from tests.conftest import render_with, rendered

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import render.__main__ as render_main
-from render.__main__ import main
+import render.cli as render_main
+from render.cli import main
 from render.engine import PROJECT_ROOT
 
 

@@ -310,7 +310,7 @@ def test_the_snippet_rules_catch_required_with_and_the_rest() -> None:
 
 
 def test_the_render_command_refuses_what_the_provider_would_refuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import render.__main__ as command
+    import render.cli as command
 
     dev = rendered("dev")
     policy = {"maintenanceExclusions": [{**EXCLUSION, "exclusionName": "batch"}]}

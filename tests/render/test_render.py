@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from render.__main__ import main
 from render.chart import chart_objects
+from render.cli import main
 from render.engine import render_stack
 from render.files import diff, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render

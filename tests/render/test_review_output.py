@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from render.__main__ import main
+from render.cli import main
 from render.engine import render_stack
 from render.files import plan, write
 from stacks.problems import StackConfigError
