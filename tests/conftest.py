@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from functools import cache
 from typing import Any
 
@@ -17,6 +18,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Collection imports the provider SDKs: millions of long-lived objects that the cyclic collector
     # would scan again at every full collection while they load, and during every test after.
     gc.disable()
+    # Renders the tests start in their own processes must not leave resident renderers behind (test_resident starts its own).
+    os.environ["RENDER_RESIDENT"] = "0"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
