@@ -42,9 +42,9 @@ IDLE_SECONDS = 15 * 60
 # Importing these starts OS threads (helm_python loads Go's runtime): a forked child would hold a runtime whose
 # threads are gone. The child imports them itself.
 UNFORKABLE = ("helm_python",)
-# What the SDKs and the interpreter read from the environment at import: a resident process that imported
-# them under other values would render differently.
-KEYED_VARIABLES = ("PYTHON", "PULUMI_", "GOOGLE_", "GRPC_", "OTEL_", "HELM_", "PROTOCOL_BUFFERS_", "TMPDIR")
+# What the SDKs and the interpreter read from the environment at start or import (the locale sets the streams'
+# encoding): a resident process that read other values would render differently.
+KEYED_VARIABLES = ("PYTHON", "PULUMI_", "GOOGLE_", "GRPC_", "OTEL_", "HELM_", "PROTOCOL_BUFFERS_", "TMPDIR", "LANG", "LC_")
 STDIO = (0, 1, 2)
 _HEADER = struct.Struct("!I")
 # sun_path holds 108 bytes, its terminating NUL included (unix(7)).
