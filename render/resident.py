@@ -4,10 +4,11 @@ Importing the SDKs is most of a render's time (docs/reference.md, "What an offli
 render succeeds in its own process, it starts this one, handing it the third-party modules it imported.
 Later renders of the same checkout and environment send it their arguments, folder, environment and
 standard streams (file descriptors over a Unix socket); a child forked from it runs the render with the
-project's code read from disk then. The resident process imports no project module but this one, so an edit
+project's code read from disk then. The resident process runs no project code but ``OWN_FILES``, so an edit
 to the project is in the next render. Its socket is named after everything it depends on (interpreter,
-import path, installed packages, this file, the variables the SDKs read at import): change one and the next
-render starts a new one. It stops after ``IDLE_SECONDS`` without a render, or on ``python -m render.resident stop``.
+import path, installed packages, ``OWN_FILES``, the variables the SDKs read at import): change one and the
+next render starts a new one. It stops after ``IDLE_SECONDS`` without a render, or on
+``python -m render.resident stop``.
 
 Linux only: on macOS a fork without exec is not safe with native libraries. ``RENDER_RESIDENT=0`` turns it
 off; it is off where ``CI`` is set, unless ``RENDER_RESIDENT=1``, since a CI job renders once.
@@ -38,6 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from render.progress import Progress
+
 IDLE_SECONDS = 15 * 60
 # Importing these starts OS threads (helm_python loads Go's runtime): a forked child would hold a runtime whose
 # threads are gone. The child imports them itself.
@@ -45,6 +48,8 @@ UNFORKABLE = ("helm_python",)
 # What the SDKs and the interpreter read from the environment at start or import (the locale sets the streams'
 # encoding): a resident process that read other values would render differently.
 KEYED_VARIABLES = ("PYTHON", "PULUMI_", "GOOGLE_", "GRPC_", "OTEL_", "HELM_", "PROTOCOL_BUFFERS_", "TMPDIR", "LANG", "LC_")
+# The project's files the resident process runs itself; every other project module is read by each render.
+OWN_FILES = ("__init__.py", "resident.py", "progress.py")
 STDIO = (0, 1, 2)
 _HEADER = struct.Struct("!I")
 # sun_path holds 108 bytes, its terminating NUL included (unix(7)).
@@ -62,7 +67,8 @@ def key() -> str:
     """What the resident process's imports depend on, hashed: renders that agree on it may share one."""
     installed = [str(Path(path).stat().st_mtime_ns) for path in sys.path if path.endswith("site-packages") and Path(path).is_dir()]
     variables = sorted(f"{name}={value}" for name, value in os.environ.items() if name.startswith(KEYED_VARIABLES))
-    parts = [sys.executable, sys.version, *sys.path, *installed, str(Path(__file__).stat().st_mtime_ns), *variables]
+    own = [str((Path(__file__).parent / name).stat().st_mtime_ns) for name in OWN_FILES]
+    parts = [sys.executable, sys.version, *sys.path, *installed, *own, *variables]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
@@ -120,8 +126,11 @@ def forward(argv: Sequence[str]) -> int | None:
     folder = home() if enabled() else None
     if folder is None:
         return None
+    request = {"key": key(), "argv": list(argv), "cwd": str(Path.cwd()), "env": dict(os.environ)}
     try:
-        answer = _request(folder, {"key": key(), "argv": list(argv), "cwd": str(Path.cwd()), "env": dict(os.environ)}, STDIO)
+        # A resident process that is still loading the SDKs answers once it has.
+        with Progress.on_terminal().step("handing the render to the resident renderer"):
+            answer = _request(folder, request, STDIO)
     except KeyboardInterrupt:
         # Before the render's pid is known: the resident process interrupts it when this connection closes.
         return 128 + signal.SIGINT

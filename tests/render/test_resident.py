@@ -6,6 +6,7 @@ A real resident process is started on a private runtime folder, as the render st
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -187,3 +188,12 @@ def test_an_idle_resident_process_stops_and_removes_its_socket(short_path: Path)
     served = run(environment(short_path), "-c", code)
     assert served.stdout == "idle for 0.2 s\n", served.stderr
     assert not list(short_path.glob("vllm-gke-render-*/*.sock"))
+
+
+def test_the_resident_process_runs_no_project_module_outside_its_own_files() -> None:
+    # What `python -m render.resident serve` imports of the project before it preloads anything.
+    code = "import json, sys, render.resident; print(json.dumps([m.__file__ for n, m in sys.modules.items() if n.startswith('render')]))"
+    loaded = run({**os.environ}, "-c", code)
+    assert loaded.returncode == 0, loaded.stderr
+    files = {Path(name).name for name in json.loads(loaded.stdout)}
+    assert files == set(resident.OWN_FILES)
