@@ -351,7 +351,11 @@ def _render(request: Mapping[str, Any], fds: Sequence[int]) -> NoReturn:
 
         code = run(request["argv"])
     except SystemExit as exit:
-        code = exit.code if isinstance(exit.code, int) else 1
+        # As the interpreter exits: None is success, any other object is printed and fails.
+        if exit.code is None or isinstance(exit.code, int):
+            code = exit.code or 0
+        else:
+            print(exit.code, file=sys.stderr)
     except KeyboardInterrupt:
         code = 128 + signal.SIGINT
     except BaseException:  # the client must see what went wrong, as in its own process

@@ -89,6 +89,11 @@ def test_a_render_error_reaches_the_caller_with_its_exit_code(runtime: Path) -> 
     assert failed.returncode == 2
     assert failed.stderr.startswith("error: no stack 'nosuch'"), failed.stderr
     assert failed.stdout == ""
+    helped = run(environment(runtime), "-m", "render", "--help")
+    assert (helped.returncode, helped.stderr) == (0, "")
+    assert helped.stdout.startswith("usage: python -m render")
+    assert ": nosuch\n" in log_of(runtime)
+    assert ": --help\n" in log_of(runtime)
 
 
 def test_ctrl_c_reaches_the_render_the_resident_process_runs(runtime: Path, tmp_path: Path) -> None:
