@@ -212,8 +212,9 @@ def preload(modules: Iterable[str]) -> int:
             continue
         try:
             module = importlib.import_module(name)
-            # Touching an attribute runs a lazily imported module.
-            module.__name__  # noqa: B018
+            # Reading an attribute runs a lazily imported module, so a package runs before its modules as in the
+            # render; not a dunder such as __name__, which pulumi's lazy modules answer without loading.
+            getattr(module, "__all__", None)
         except Exception:  # a module that fails to import here fails the same way in the render, which reports it
             continue
         loaded += 1

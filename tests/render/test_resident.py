@@ -204,7 +204,6 @@ def test_the_resident_process_runs_no_project_module_outside_its_own_files() -> 
     assert files == set(resident.OWN_FILES)
 
 
-@pytest.mark.xfail(strict=True, reason="pulumi's lazy modules let __name__ through without loading")
 def test_the_preload_runs_a_lazily_imported_subpackage_before_its_modules() -> None:
     # pulumi_gcp creates its subpackages as lazy modules; one the render used comes before its own modules in the list.
     code = (
