@@ -6,9 +6,13 @@ and the schema disagree.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 import json
 import re
 import sys
+import textwrap
 import types
 import typing
 from pathlib import Path
@@ -52,11 +56,36 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
+def field_docstrings(model: type[BaseModel]) -> dict[str, str]:
+    """Each field's docstring: the string after its annotated assignment in the class body, bases included.
+
+    Read here, not with pydantic's ``use_attribute_docstrings``: that reads every model's source when the
+    settings are imported, a cost every render paid (docs/reference.md).
+    """
+    docstrings: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if not issubclass(cls, BaseModel) or cls is BaseModel:
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for statement, following in itertools.pairwise(body.body):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docstrings[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docstrings
+
+
 def rows(model: type[BaseModel] = StackSettings, prefix: str = "llm:") -> list[str]:
     lines: list[str] = []
-    for field in model.model_fields.values():
+    docstrings = field_docstrings(model)
+    for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias}"
-        description = (field.description or "").replace("\n", " ")
+        description = docstrings.get(name, "").replace("\n", " ")
         lines.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {description} |")
         nested = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
         for section in nested:

@@ -188,7 +188,6 @@ class Section(BaseModel):
         populate_by_name=True,
         frozen=True,
         coerce_numbers_to_str=True,
-        use_attribute_docstrings=True,
     )
 
 
