@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import copy
 import gc
+import json
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -25,10 +28,42 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.enable()
 
 
+# What the program receives, as ``render_stack`` hands it over: the stack, each config key with its
+# value as JSON, and the secrets.
+RenderInput = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+_renders: dict[RenderInput, Render] = {}
+
+
+def _render_input(stack: str, config: Mapping[str, Any], secrets: Mapping[str, str]) -> RenderInput | None:
+    """The key of a render: equal keys give the program equal input. ``None`` when a value is not JSON."""
+    try:
+        values = tuple(sorted((key, json.dumps(value)) for key, value in config.items()))
+    except TypeError:  # such a render is run every time, never kept
+        return None
+    return stack, values, tuple(sorted(secrets.items()))
+
+
+def render_once(stack: str, config: Mapping[str, Any] | None = None, secrets: Mapping[str, str] | None = None) -> Render:
+    """``render_stack(stack, config=..., secrets=...)``, run once per input per test worker.
+
+    Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which renders
+    without this), so tests that render the same input share one render. Each call returns a copy
+    of it: a test may change what it gets (some break a render on purpose) without touching others'.
+    A render that fails is not kept: the next call runs it again and fails the same way.
+    """
+    config = stack_file_config(stack) if config is None else config
+    key = _render_input(stack, config, secrets or {})
+    if key is None:
+        return render_stack(stack, config=config, secrets=secrets)
+    if key not in _renders:
+        _renders[key] = render_stack(stack, config=config, secrets=secrets)
+    return copy.deepcopy(_renders[key])
+
+
 @cache
 def rendered(stack: str) -> Render:
-    """One render per stack per test session: renders are deterministic (tested)."""
-    return render_stack(stack)
+    """The render of ``Pulumi.<stack>.yaml`` as committed, one object per worker: read it, never change it."""
+    return render_once(stack)
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
@@ -53,7 +88,7 @@ def readme_command(marker: str) -> list[str]:
 
 
 def render_with(stack: str, **changes: Any) -> Render:
-    """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key."""
+    """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key. Through ``render_once``."""
     config = stack_file_config(stack)
     for key, value in changes.items():
         full = f"llm:{key}"
@@ -61,7 +96,7 @@ def render_with(stack: str, **changes: Any) -> Render:
             config.pop(full, None)
         else:
             config[full] = value
-    return render_stack(stack, config=config)
+    return render_once(stack, config)
 
 
 def at(manifest: dict[str, Any], *path: str | int) -> Any:

@@ -11,7 +11,7 @@ from render.chart import chart_objects
 from render.engine import render_stack
 from render.files import diff, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import STACKS, rendered, stack_settings
+from tests.conftest import STACKS, render_once, rendered, stack_settings
 
 
 def test_the_repo_has_a_dev_stack() -> None:
@@ -53,7 +53,7 @@ def test_validation_rejects_an_unknown_field_in_a_custom_resource() -> None:
 def test_validation_uses_the_cluster_minor_version(stack: str) -> None:
     # Judged by the stack's own setting, and on a version no committed stack uses.
     assert kubernetes_version(rendered(stack)) == stack_settings(stack).cluster.version
-    older = render_stack("dev", config={"llm:project": "example-project", "llm:cluster": {"version": "1.34", "deletionProtection": False}})
+    older = render_once("dev", config={"llm:project": "example-project", "llm:cluster": {"version": "1.34", "deletionProtection": False}})
     assert kubernetes_version(older) == "1.34"
     assert "Kubernetes 1.34" in validate_render(older)
 
