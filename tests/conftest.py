@@ -20,6 +20,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Collection imports the provider SDKs: millions of long-lived objects that the cyclic collector
     # would scan again at every full collection while they load, and during every test after.
     gc.disable()
+    config.addinivalue_line("markers", "long: takes 10 s or more; the suite starts it first")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # pytest-xdist hands out tests in collection order: a long test collected last would run alone
+    # at the end while the other worker waits. The sort is stable: the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
