@@ -219,7 +219,9 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
     answered_before = server.stats()["answered"]
     assert 0 < len(kept) < len(ids)
 
-    time.sleep(2.0)  # the killed runner's lease runs out
+    # Until the killed runner's lease runs out: the time its claim holds, from its last renewal.
+    while (until := json.loads(bucket.blob("claims/killed.jsonl").download_as_bytes())["until"]) >= time.time():
+        time.sleep(max(0.0, until - time.time()) + 0.01)
     run_once(bucket, server, kubernetes_api, part_lines=100)  # the parts the first claim fixed (500) still hold
 
     answers = read_jsonl(bucket, "output/killed.jsonl/")
