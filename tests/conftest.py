@@ -8,12 +8,20 @@ from functools import cache
 from typing import Any
 
 import pytest
+from pulumi.runtime import resource as pulumi_resource
+from pulumi.runtime.proto import source_pb2
 
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 from stacks.loading import SECRET_KEYS
 from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
+SDK_STACK_TRACE = pulumi_resource._get_stack_trace
+
+
+def no_stack_trace() -> source_pb2.StackTrace:
+    """What the SDK sends when it finds no caller. The mock engine's monitor reads no stack trace."""
+    return source_pb2.StackTrace()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -21,6 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # would scan again at every full collection while they load, and during every test after.
     gc.disable()
     config.addinivalue_line("markers", "long: takes 10 s or more; the suite starts it first")
+    # For each resource the SDK walks the whole Python stack, reading every frame's source line, to tell the
+    # engine where it was created; under pytest's 40-odd frames that was a quarter of every render. The mock
+    # monitor drops it, so the renders are equal without it (test_the_suites_renders_equal_those_with_the_sdks_stack_traces).
+    pulumi_resource._get_stack_trace = no_stack_trace
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,9 +66,10 @@ def render_once(stack: str, config: Mapping[str, Any] | None = None, secrets: Ma
     """``render_stack(stack, config=..., secrets=...)``, run once per input per test worker.
 
     Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which renders
-    without this), so tests that render the same input share one render. Each call returns a copy
-    of it: a test may change what it gets (some break a render on purpose) without touching others'.
-    A render that fails is not kept: the next call runs it again and fails the same way.
+    without this; only the order of a resource's dependencies varies, and no test reads it), so tests
+    that render the same input share one render. Each call returns a copy of it: a test may change
+    what it gets (some break a render on purpose) without touching others'. A render that fails is
+    not kept: the next call runs it again and fails the same way.
     """
     config = stack_file_config(stack) if config is None else config
     key = _render_input(stack, config, secrets or {})
