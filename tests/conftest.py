@@ -1,17 +1,28 @@
 from __future__ import annotations
 
+import copy
 import gc
+import json
 import os
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 import pytest
+from pulumi.runtime import resource as pulumi_resource
+from pulumi.runtime.proto import source_pb2
 
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 from stacks.loading import SECRET_KEYS
 from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
+SDK_STACK_TRACE = pulumi_resource._get_stack_trace
+
+
+def no_stack_trace() -> source_pb2.StackTrace:
+    """What the SDK sends when it finds no caller. The mock engine's monitor reads no stack trace."""
+    return source_pb2.StackTrace()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -20,23 +31,76 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.disable()
     # Renders the tests start in their own processes must not leave resident renderers behind (test_resident starts its own).
     os.environ["RENDER_RESIDENT"] = "0"
+    config.addinivalue_line("markers", "long: takes 10 s or more; the suite starts it first")
+    # For each resource the SDK walks the whole Python stack, reading every frame's source line, to tell the
+    # engine where it was created; under pytest's 40-odd frames that was a quarter of every render. The mock
+    # monitor drops it, so the renders are equal without it (test_the_suites_renders_equal_those_with_the_sdks_stack_traces).
+    pulumi_resource._get_stack_trace = no_stack_trace
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # pytest-xdist hands out tests in collection order: a long test collected last would run alone
+    # at the end while the other worker waits. The sort is stable: the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()  # the imported modules stay out of every later collection
+    # A render leaves some 27,000 new container objects (the SDK's futures, tasks and outputs): at the
+    # default threshold of 700 the collector ran about 40 times a render, and its full collections went
+    # over every render the workers keep, about a sixth of the suite's CPU. At 10,000 it is about a twentieth.
+    gc.set_threshold(10_000, 10, 10)
     gc.enable()
+
+
+# What the program receives, as ``render_stack`` hands it over: the stack, each config key with its
+# value as JSON, and the secrets.
+RenderInput = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+_renders: dict[RenderInput, Render] = {}
+
+
+def _render_input(stack: str, config: Mapping[str, Any], secrets: Mapping[str, str]) -> RenderInput | None:
+    """The key of a render: equal keys give the program equal input. ``None`` when a value is not JSON."""
+    try:
+        values = tuple(sorted((key, json.dumps(value)) for key, value in config.items()))
+    except TypeError:  # such a render is run every time, never kept
+        return None
+    return stack, values, tuple(sorted(secrets.items()))
+
+
+def render_once(stack: str, config: Mapping[str, Any] | None = None, secrets: Mapping[str, str] | None = None) -> Render:
+    """``render_stack(stack, config=..., secrets=...)``, run once per input per test worker.
+
+    Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which renders
+    without this; only the order of a resource's dependencies varies, and no test reads it), so tests
+    that render the same input share one render. Each call returns a copy of it: a test may change
+    what it gets (some break a render on purpose) without touching others'. A render that fails is
+    not kept: the next call runs it again and fails the same way.
+    """
+    config = stack_file_config(stack) if config is None else config
+    key = _render_input(stack, config, secrets or {})
+    if key is None:
+        return render_stack(stack, config=config, secrets=secrets)
+    if key not in _renders:
+        _renders[key] = render_stack(stack, config=config, secrets=secrets)
+    return copy.deepcopy(_renders[key])
 
 
 @cache
 def rendered(stack: str) -> Render:
-    """One render per stack per test session: renders are deterministic (tested)."""
-    return render_stack(stack)
+    """The render of ``Pulumi.<stack>.yaml`` as committed, one object per worker: read it, never change it."""
+    return render_once(stack)
+
+
+@cache
+def _stack_file_config(stack: str) -> dict[str, Any]:
+    return stack_config(stack)[1]  # PyYAML's pure-Python parser: 3 ms, and the tests ask some 350 times
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    """The ``config:`` map of ``Pulumi.<stack>.yaml``, as the render reads it."""
-    return stack_config(stack)[1]
+    """The ``config:`` map of ``Pulumi.<stack>.yaml``, as the render reads it: a copy the caller may change."""
+    return copy.deepcopy(_stack_file_config(stack))
 
 
 def stack_settings(stack: str) -> StackSettings:
@@ -56,7 +120,7 @@ def readme_command(marker: str) -> list[str]:
 
 
 def render_with(stack: str, **changes: Any) -> Render:
-    """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key."""
+    """Renders ``stack`` with some ``llm:`` keys changed; ``None`` removes a key. Through ``render_once``."""
     config = stack_file_config(stack)
     for key, value in changes.items():
         full = f"llm:{key}"
@@ -64,7 +128,7 @@ def render_with(stack: str, **changes: Any) -> Render:
             config.pop(full, None)
         else:
             config[full] = value
-    return render_stack(stack, config=config)
+    return render_once(stack, config)
 
 
 def at(manifest: dict[str, Any], *path: str | int) -> Any:

@@ -6,6 +6,7 @@ import os
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     return config
 
 
+@pytest.mark.long  # 20 renders
 @given(valid_configs())
 def test_every_valid_config_renders_and_validates(config: dict[str, Any]) -> None:
     render = render_stack("dev", config=config)

@@ -219,7 +219,9 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
     answered_before = server.stats()["answered"]
     assert 0 < len(kept) < len(ids)
 
-    time.sleep(2.0)  # the killed runner's lease runs out
+    # Until the killed runner's lease runs out: the time its claim holds, from its last renewal.
+    while (until := json.loads(bucket.blob("claims/killed.jsonl").download_as_bytes())["until"]) >= time.time():
+        time.sleep(max(0.0, until - time.time()) + 0.01)
     run_once(bucket, server, kubernetes_api, part_lines=100)  # the parts the first claim fixed (500) still hold
 
     answers = read_jsonl(bucket, "output/killed.jsonl/")
@@ -274,10 +276,14 @@ def test_a_batch_run_in_process_leaves_the_callers_event_loop_alone(
         asyncio.set_event_loop(asyncio.new_event_loop())  # as open as the tests after this one expect
 
 
-def wake_replicas(api: KubernetesApi) -> None:
-    """The replicas' Deployment at zero Ready until the runner has read it twice, as in a wake from zero."""
+def wake_replicas(api: KubernetesApi) -> dict[str, float]:
+    """The replicas' Deployment at zero Ready until the runner has read it twice, as in a wake from zero.
+
+    Returns the runner's settings for the run: it sleeps a poll interval after each read at zero, 50 ms here.
+    """
     api.status = {"replicas": 1, "readyReplicas": 0}
     api.reads_until_ready = 2
+    return {"poll_seconds": 0.05}
 
 
 def test_a_batch_that_woke_the_replicas_reports_how_the_last_one_started(
@@ -285,9 +291,9 @@ def test_a_batch_that_woke_the_replicas_reports_how_the_last_one_started(
 ) -> None:
     kubernetes_api.events = samples.events_list(samples.wake_events(samples.EARLIER_POD, day="2026-11-22"), samples.wake_events())
     kubernetes_api.logs = {samples.EARLIER_POD: samples.WARM_LOG, samples.POD: samples.COLD_LOG}
-    wake_replicas(kubernetes_api)
+    wake = wake_replicas(kubernetes_api)
     upload_lines(bucket, "woke.jsonl", [chat_line(f"woke-{i}") for i in range(20)])
-    run_once(bucket, vllm_like(), kubernetes_api)
+    run_once(bucket, vllm_like(), kubernetes_api, **wake)
     cold_start = json.loads(bucket.blob("reports/woke.jsonl.json").download_as_bytes())["cold_start"]
     assert cold_start["pod"] == samples.POD  # the pod that started last, not yesterday's
     # From the samples' stamps: first event 12:00:00, Scheduled 12:05:31, Started 12:05:45, the slowest engine's
@@ -311,9 +317,9 @@ def test_a_batch_that_found_replicas_ready_reports_no_cold_start_and_one_whose_e
     upload_lines(bucket, "warm.jsonl", [chat_line("warm")])
     run_once(bucket, server, kubernetes_api)
     assert json.loads(bucket.blob("reports/warm.jsonl.json").download_as_bytes())["cold_start"] is None
-    wake_replicas(kubernetes_api)  # the API server keeps events an hour (--event-ttl): none is left here
+    wake = wake_replicas(kubernetes_api)  # the API server keeps events an hour (--event-ttl): none is left here
     upload_lines(bucket, "expired.jsonl", [chat_line("expired")])
-    run_once(bucket, server, kubernetes_api)
+    run_once(bucket, server, kubernetes_api, **wake)
     cold_start = json.loads(bucket.blob("reports/expired.jsonl.json").download_as_bytes())["cold_start"]
     assert cold_start == {"unavailable": "no Started event of a pod named vllm-... in the events"}
 
@@ -323,10 +329,10 @@ def test_an_api_server_answer_the_parser_cannot_read_leaves_the_batch_whole_and_
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi, events: str
 ) -> None:
     kubernetes_api.raw_events = events
-    wake_replicas(kubernetes_api)
+    wake = wake_replicas(kubernetes_api)
     ids = [f"odd-{i}" for i in range(20)]
     upload_lines(bucket, "odd.jsonl", [chat_line(custom_id) for custom_id in ids])
-    run_once(bucket, vllm_like(), kubernetes_api)
+    run_once(bucket, vllm_like(), kubernetes_api, **wake)
     report = json.loads(bucket.blob("reports/odd.jsonl.json").download_as_bytes())
     assert report["succeeded"] == len(ids)
     assert set(report["cold_start"]) == {"unavailable"}
@@ -337,7 +343,7 @@ def test_a_woken_batch_reports_each_phase_measured_beside_the_stacks_estimate(
 ) -> None:
     kubernetes_api.events = samples.events_list(samples.wake_events())
     kubernetes_api.logs = {samples.POD: samples.COLD_LOG}
-    wake_replicas(kubernetes_api)
+    wake = wake_replicas(kubernetes_api)
     upload_lines(bucket, "expected.jsonl", [chat_line("expected")])
     # The estimate's phases as the stack outputs them (estimates.coldStart.phases).
     expected = {
@@ -347,7 +353,7 @@ def test_a_woken_batch_reports_each_phase_measured_beside_the_stacks_estimate(
         "compileColdCache": {"seconds": 600, "source": "cold"},
         "compileWarmCache": {"seconds": 59, "source": "warm"},
     }
-    run_once(bucket, vllm_like(), kubernetes_api, expected_cold_start={"phases": expected})
+    run_once(bucket, vllm_like(), kubernetes_api, expected_cold_start={"phases": expected}, **wake)
     cold_start = json.loads(bucket.blob("reports/expected.jsonl.json").download_as_bytes())["cold_start"]
     # Measured from the samples' stamps (see the test above); the cache was cold, so the cold figure applies.
     rows = {

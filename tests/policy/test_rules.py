@@ -32,11 +32,11 @@ from policy.rules import (
     no_public_exposure,
     switch,
 )
-from render.engine import Render, render_stack, reveal
+from render.engine import Render, reveal
 from stacks import settings
 from stacks.loading import Stack, StackSecrets
 from stacks.plan import plan_stack
-from tests.conftest import STACKS, render_with, rendered, stack_file_config
+from tests.conftest import STACKS, render_once, render_with, stack_file_config
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def snapshot(stack: str, secrets: Mapping[str, str] | None = None, **changes: An
     """The stack rendered with some ``llm:`` keys changed (as ``render_with``), and its config."""
     config = stack_file_config(stack)
     config.update({f"llm:{key}": value for key, value in changes.items()})
-    render = rendered(stack) if not changes and not secrets else render_stack(stack, config=config, secrets=secrets)
+    render = render_once(stack, config, secrets)
     return Snapshot.of(render, config)
 
 

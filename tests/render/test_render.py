@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pulumi.runtime import resource as pulumi_resource
 
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import render_stack
+from render.engine import Render, render_stack
 from render.files import diff, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import STACKS, rendered, stack_settings
+from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
 
 
 def test_the_repo_has_a_dev_stack() -> None:
@@ -53,7 +55,7 @@ def test_validation_rejects_an_unknown_field_in_a_custom_resource() -> None:
 def test_validation_uses_the_cluster_minor_version(stack: str) -> None:
     # Judged by the stack's own setting, and on a version no committed stack uses.
     assert kubernetes_version(rendered(stack)) == stack_settings(stack).cluster.version
-    older = render_stack("dev", config={"llm:project": "example-project", "llm:cluster": {"version": "1.34", "deletionProtection": False}})
+    older = render_once("dev", config={"llm:project": "example-project", "llm:cluster": {"version": "1.34", "deletionProtection": False}})
     assert kubernetes_version(older) == "1.34"
     assert "Kubernetes 1.34" in validate_render(older)
 
@@ -62,6 +64,19 @@ def test_two_renders_write_identical_files(stack: str, tmp_path: Path) -> None:
     write(render_stack(stack), tmp_path / "first")
     write(render_stack(stack), tmp_path / "second")
     assert diff(tmp_path / "first", tmp_path / "second") == []
+
+
+def test_the_suites_renders_equal_those_with_the_sdks_stack_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The suite leaves out the stack trace the SDK sends with each resource (tests/conftest.py).
+    assert pulumi_resource._get_stack_trace is no_stack_trace
+    assert SDK_STACK_TRACE.__module__ == "pulumi.runtime.resource" and SDK_STACK_TRACE is not no_stack_trace
+    monkeypatch.setattr(pulumi_resource, "_get_stack_trace", SDK_STACK_TRACE)
+
+    def compared(render: Render) -> Render:
+        # The SDK resolves a resource's dependencies concurrently: their order varies from render to render.
+        return replace(render, resources=[replace(r, dependencies=tuple(sorted(r.dependencies))) for r in render.resources])
+
+    assert compared(render_stack("dev")) == compared(rendered("dev"))
 
 
 def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:

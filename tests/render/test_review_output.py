@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from render.cli import main
-from render.engine import render_stack
 from render.files import plan, write
 from stacks.problems import StackConfigError
-from tests.conftest import render_with
+from tests.conftest import render_with, rendered
 
 
 def test_render_diff_puts_the_estimates_change_first(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +57,7 @@ def test_a_stack_without_some_estimates_shows_them_as_null_in_the_plan_and_the_d
     shown = plan(flex)
     assert "costPerHour: null" in shown and not PYTHON_REPR.search(shown)
     write(flex, tmp_path / "flex")
-    write(render_stack("dev"), tmp_path / "dev")
+    write(rendered("dev"), tmp_path / "dev")
     main(["diff", str(tmp_path / "dev"), str(tmp_path / "flex")])
     estimates = capsys.readouterr().out.split("resource changes")[0]
     assert "costPerHour: 33.12 -> null" in estimates and not PYTHON_REPR.search(estimates)

@@ -11,7 +11,7 @@ import pytest
 
 from render.engine import Render, render_stack
 from render.validation import validate_render
-from tests.conftest import render_with, stack_file_config
+from tests.conftest import render_with, rendered, stack_file_config
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 SATURDAY = "2026-01-03"
@@ -196,7 +196,7 @@ def test_a_production_stack_without_a_maintenance_window_is_refused() -> None:
 
 
 def test_the_production_stack_file_sets_a_window_that_reaches_the_cluster() -> None:
-    policy = render_stack("prod").one("gcp:container/cluster:Cluster").inputs["maintenancePolicy"]
+    policy = rendered("prod").one("gcp:container/cluster:Cluster").inputs["maintenancePolicy"]
     assert set(policy["recurringWindow"]) == {"startTime", "endTime", "recurrence"}
 
 
