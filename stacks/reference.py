@@ -12,9 +12,9 @@ import itertools
 import json
 import re
 import sys
-import textwrap
 import types
 import typing
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,13 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
+@cache
+def _classes(module: str) -> dict[str, ast.ClassDef]:
+    """The classes a module defines, by name, from its source parsed once."""
+    tree = ast.parse(Path(inspect.getfile(sys.modules[module])).read_text())
+    return {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
 def field_docstrings(model: type[BaseModel]) -> dict[str, str]:
     """Each field's docstring: the string after its annotated assignment in the class body, bases included.
 
@@ -66,9 +73,7 @@ def field_docstrings(model: type[BaseModel]) -> dict[str, str]:
     for cls in reversed(model.__mro__):
         if not issubclass(cls, BaseModel) or cls is BaseModel:
             continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
-        assert isinstance(body, ast.ClassDef)
-        for statement, following in itertools.pairwise(body.body):
+        for statement, following in itertools.pairwise(_classes(cls.__module__)[cls.__name__].body):
             if (
                 isinstance(statement, ast.AnnAssign)
                 and isinstance(statement.target, ast.Name)
