@@ -21,8 +21,11 @@ import pulumi_kubernetes.core.v1
 import pytest
 
 from render import resident
-from render.cli import main as render_here
+from render.changes import write_records
 from render.engine import PROJECT_ROOT
+from render.files import plan, write
+from render.lifecycle import LIFECYCLE_FILE
+from tests.conftest import rendered
 
 WAIT_SECONDS = 120
 
@@ -52,7 +55,8 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # Short: a Unix socket's path holds at most 107 bytes.
     folder = tmp_path_factory.mktemp("rt")
     # As `python -m render` does: a render in this process, then the resident preloads what it imported.
-    render_here(["dev", "--out", str(folder / "here")])
+    write(rendered("dev"), folder / "here")
+    write_records(rendered("dev"), folder / "here")
     env = environment(folder)
     private = folder / f"vllm-gke-render-{os.getuid()}"
     private.mkdir(mode=0o700)
@@ -80,7 +84,10 @@ def test_a_render_the_resident_process_runs_equals_one_in_this_process(runtime: 
     assert f"dev --out {tmp_path / 'resident'}" in log_of(runtime)
     here = {path.relative_to(runtime / "here"): path.read_bytes() for path in (runtime / "here").rglob("*") if path.is_file()}
     there = {path.relative_to(tmp_path / "resident"): path.read_bytes() for path in (tmp_path / "resident").rglob("*") if path.is_file()}
-    assert here == there
+    # The same files as this process's render of the stack, and the checks' own record beside them.
+    assert {path: there.get(path) for path in here} == here
+    assert set(there) - set(here) == {Path(LIFECYCLE_FILE)}
+    assert forwarded.stdout.startswith(plan(rendered("dev")))
     assert forwarded.stdout.endswith(f"written to {tmp_path / 'resident'}\n")
 
 
