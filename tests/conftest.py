@@ -48,8 +48,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()  # the imported modules stay out of every later collection
     # A render leaves some 27,000 new container objects (the SDK's futures, tasks and outputs): at the
-    # default threshold of 700 the collector ran about 40 times a render, and its full collections went
-    # over every render the workers keep, about a sixth of the suite's CPU. At 10,000 it is about a twentieth.
+    # default threshold of 700 the collector ran about 40 times a render, about 17 s of the suite's CPU
+    # in all. At 10,000: 6-8 s.
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
 
