@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     from render.cli import run
 
     code = run(argv)
-    if code == 0 and resident.start(resident.third_party_modules(sys.modules)) and sys.stderr.isatty():
+    if code == 0 and resident.start(sys.modules) and sys.stderr.isatty():
         print(
             f"a resident renderer now keeps the SDKs loaded for the next renders ({resident.IDLE_SECONDS // 60} min;"
             " RENDER_RESIDENT=0 turns it off, docs/reference.md)",

@@ -175,11 +175,17 @@ def third_party_modules(loaded: Mapping[str, types.ModuleType]) -> list[str]:
     return names
 
 
-def start(modules: Iterable[str]) -> bool:
-    """Starts a resident process for this key, preloading ``modules``; False when off or one already answers."""
+def start(loaded: Mapping[str, types.ModuleType]) -> bool:
+    """Starts a resident process for this key, preloading the installed modules of ``loaded``; False when off or
+    one already answers. The list is made only then: it resolves every module's file, 0.1 s a render."""
     folder = home() if enabled() else None
-    if folder is None or _request(folder, {"key": key(), "ping": True}) is not None:
+    if folder is None:
         return False
+    answer = _request(folder, {"key": key(), "ping": True})
+    if answer is not None:
+        answer[0].close()
+        return False
+    modules = third_party_modules(loaded)
     with (folder / f"{key()}.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "render.resident", "serve"],
