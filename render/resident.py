@@ -277,8 +277,10 @@ def _serve(listener: socket.socket, own_key: str, idle_seconds: float) -> str:
                 stopping = _accept(listener, own_key, selector, renders) or stopping
             elif isinstance(event.fileobj, socket.socket):
                 # The client hung up (Ctrl-C before it knew the pid, its terminal closed): nobody sees the render.
-                selector.unregister(event.fileobj)
-                _interrupt(int(event.data))
+                # Unless the render ended earlier in this round, which closed the connection and reaped the pid.
+                if int(event.data) in renders:
+                    selector.unregister(event.fileobj)
+                    _interrupt(int(event.data))
             else:
                 pid = int(event.data)
                 connection, ended = renders.pop(pid)
