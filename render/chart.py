@@ -10,6 +10,7 @@ Helm's manifest splitting, then the program's transforms.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -72,7 +73,14 @@ def describe(registration: Registration) -> str:
 
 
 def split_manifests(text: str) -> list[dict[str, Any]]:
-    """The objects of one rendered template, split the way Helm splits them."""
+    """The objects of one rendered template, split the way Helm splits them: a new copy on every call."""
+    return copy.deepcopy(_parsed_manifests(text))
+
+
+@cache
+def _parsed_manifests(text: str) -> list[dict[str, Any]]:
+    # A render reads a chart's objects five or six times (files, checks, cluster model, diff); KEDA's
+    # templates are 0.8 MB of YAML, 0.25 s to split and parse, and 9 ms to copy.
     documents = (parse_yaml(part) for part in _SEPARATOR.split(text) if part.strip())
     return [document for document in documents if isinstance(document, dict) and document]
 

@@ -73,3 +73,15 @@ def test_the_render_writes_the_charts_objects_beside_the_programs(tmp_path: Path
     written = {p.name for p in (tmp_path / "gateway" / "charts" / "vllm").iterdir()}
     assert "llm-serving.inferencepool.vllm.yaml" in written and "llm-serving.deployment.vllm-epp.yaml" in written
     assert "llm-serving.podmonitoring.vllm.yaml" in written
+
+
+def test_a_caller_that_changes_a_charts_objects_leaves_the_next_callers_unchanged() -> None:
+    render = rendered("batch")
+    first = chart_objects(render)
+    before = [item.manifest["metadata"].get("name") for item in first]
+    for item in first:
+        item.manifest["metadata"]["name"] = "changed"
+        item.manifest.setdefault("spec", {})["changed"] = True
+    again = chart_objects(render)
+    assert [item.manifest["metadata"].get("name") for item in again] == before
+    assert not any(item.manifest.get("spec", {}).get("changed") for item in again)
