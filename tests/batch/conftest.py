@@ -67,30 +67,46 @@ class VllmLike:
     process: subprocess.Popen[str]
 
     def stats(self) -> dict[str, Any]:
-        response = urllib3.PoolManager().request("GET", self.url.removesuffix("/v1") + "/stats", timeout=5)
-        return dict(json.loads(response.data))
+        return dict(json.loads(self._request("GET", "/stats").data))
+
+    def configure(self, model: str, faults: dict[str, float]) -> None:
+        self._request("POST", "/configure", json={"model": model, "faults": faults})
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        response = urllib3.PoolManager().request(method, self.url.removesuffix("/v1") + path, timeout=5, **kwargs)
+        assert response.status == 200, response.data
+        return response
+
+
+def start_vllm_like() -> VllmLike:
+    command = [sys.executable, "-m", "tests.batch.vllm_like"]
+    process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    return VllmLike(f"http://127.0.0.1:{int(process.stdout.readline())}/v1", process)
+
+
+@pytest.fixture(scope="session")
+def vllm_like_process() -> Iterator[list[VllmLike]]:
+    """One vLLM-like server process per test worker: starting one (aiohttp's imports) costs more than most tests."""
+    servers: list[VllmLike] = []
+    yield servers
+    for server in servers:
+        server.process.kill()
+        server.process.wait(timeout=10)
 
 
 @pytest.fixture
-def vllm_like() -> Iterator[Callable[..., VllmLike]]:
-    """Starts the vLLM-like server in its own process, with the faults asked for."""
-    started: list[VllmLike] = []
+def vllm_like(vllm_like_process: list[VllmLike]) -> Callable[..., VllmLike]:
+    """The worker's vLLM-like server with this test's faults and served model, and every count at zero."""
 
-    def start(**faults: float) -> VllmLike:
-        args = [f"--{name.replace('_', '-')}={value}" for name, value in faults.items()]
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.batch.vllm_like", *args], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert process.stdout is not None
-        port = int(process.stdout.readline())
-        server = VllmLike(f"http://127.0.0.1:{port}/v1", process)
-        started.append(server)
+    def start(model: str = "served-model", **faults: float) -> VllmLike:
+        if not vllm_like_process or vllm_like_process[-1].process.poll() is not None:
+            vllm_like_process.append(start_vllm_like())  # the first test, or the last one's server died
+        server = vllm_like_process[-1]
+        server.configure(model, faults)
         return server
 
-    yield start
-    for server in started:
-        server.process.kill()
-        server.process.wait(timeout=10)
+    return start
 
 
 @dataclass

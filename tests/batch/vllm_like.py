@@ -1,18 +1,19 @@
 """A local OpenAI-compatible server that answers like vLLM's, with no model behind it, and injects faults.
 
 Run in its own process (``python -m tests.batch.vllm_like``) so it never competes with the
-runner for a core; it prints its port, then serves until stdin closes or it is killed.
+runner for a core; it prints its port, then serves until stdin closes or it is killed. One
+process serves a test worker's tests one after another: ``POST /configure`` sets the next test's
+faults and served model, with every count at zero.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -42,16 +43,24 @@ def usage(body: dict[str, Any]) -> tuple[int, int]:
     return len(prompt_of(body).split()), int(body.get("max_tokens", 16))
 
 
+@dataclass
+class Test:
+    """What one test set, and what the server saw during it."""
+
+    faults: Faults
+    model: str
+    requests: int = 0
+    answered: Counter[str] = field(default_factory=Counter)  # 200 answers by prompt: tests put the custom_id in it
+
+
 class Server:
-    def __init__(self, faults: Faults, model: str) -> None:
-        self.faults = faults
-        self.model = model
-        self.requests = 0
-        self.answered: Counter[str] = Counter()  # 200 answers by prompt: tests put the custom_id in it
+    def __init__(self) -> None:
+        self.test = Test(Faults(), "served-model")
         self.app = web.Application()
         self.app.router.add_post("/v1/chat/completions", self.complete)
         self.app.router.add_post("/v1/completions", self.complete)
         self.app.router.add_get("/stats", self.stats)
+        self.app.router.add_post("/configure", self.configure)
         self.runner = web.AppRunner(self.app, handle_signals=False)
         self.port = 0
 
@@ -61,21 +70,27 @@ class Server:
         await site.start()
         self.port = self.runner.addresses[0][1]
 
-    async def drain(self) -> None:
+    async def drain(self, seconds: float) -> None:
         await self.runner.cleanup()  # closes the listener and open connections: new requests are refused
-        await asyncio.sleep(self.faults.drain_seconds)
+        await asyncio.sleep(seconds)
         self.runner = web.AppRunner(self.app, handle_signals=False)
         await self.start(self.port)
 
+    async def configure(self, request: web.Request) -> web.Response:
+        settings = await request.json()
+        self.test = Test(Faults(**settings["faults"]), settings["model"])
+        return web.json_response({})
+
     async def stats(self, request: web.Request) -> web.Response:
-        return web.json_response({"requests": self.requests, "answered": self.answered})
+        return web.json_response({"requests": self.test.requests, "answered": self.test.answered})
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
-        self.requests += 1
-        n, f = self.requests, self.faults
+        test = self.test  # a request still open when the next test configures counts for its own test
+        test.requests += 1
+        n, f = test.requests, test.faults
         body = await request.json()
         if f.drain_after and n == f.drain_after:
-            asyncio.get_running_loop().create_task(self.drain())
+            asyncio.get_running_loop().create_task(self.drain(f.drain_seconds))
             return web.json_response({"error": {"message": "server shutting down", "code": 503}}, status=503)
         if f.status_503_every and n % f.status_503_every == 0:
             return web.json_response({"error": {"message": "Service Unavailable", "code": 503}}, status=503)
@@ -83,7 +98,7 @@ class Server:
             return web.json_response({"error": {"message": "Too Many Requests", "code": 429}}, status=429)
         if f.slow_every and n % f.slow_every == 0:
             await asyncio.sleep(f.slow_seconds)
-        if body.get("model") != self.model:
+        if body.get("model") != test.model:
             # vLLM's answer to a model it does not serve.
             return web.json_response({"error": {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}}, status=404)
         prompt_tokens, completion_tokens = usage(body)
@@ -97,7 +112,7 @@ class Server:
             "id": f"{'chatcmpl' if chat else 'cmpl'}-{n}",
             "object": "chat.completion" if chat else "text_completion",
             "created": int(time.time()),
-            "model": self.model,
+            "model": test.model,
             "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_tokens,
@@ -113,28 +128,17 @@ class Server:
             assert request.transport is not None
             request.transport.abort()  # preempted mid-answer
             return response
-        self.answered[prompt_of(body)] += 1
+        test.answered[prompt_of(body)] += 1
         return web.json_response(answer)
 
 
-async def serve(faults: Faults, model: str, port: int) -> None:
-    server = Server(faults, model)
-    await server.start(port)
+async def serve() -> None:
+    server = Server()
+    await server.start()
     print(server.port, flush=True)
     # Serve until the parent closes stdin (or kills this process): never outlives the test.
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="served-model")
-    parser.add_argument("--port", type=int, default=0)
-    for name, kind in Faults.__annotations__.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int if kind == "int" else float, default=0)
-    args = parser.parse_args()
-    faults = Faults(**{name: getattr(args, name) for name in Faults.__annotations__})
-    asyncio.run(serve(faults, args.model, args.port))
-
-
 if __name__ == "__main__":
-    main()
+    asyncio.run(serve())
