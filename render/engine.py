@@ -306,7 +306,8 @@ class _WarningLog(logging.Logger):
     """The mock engine's log: keeps the program's warnings, prints nothing."""
 
     def __init__(self, warnings: list[str]) -> None:
-        super().__init__("render")
+        # Below warnings the SDK logs a few hundred debug lines a render: dropped here before a record is made.
+        super().__init__("render", logging.WARNING)
         self.propagate = False
         self.kept = warnings
 
