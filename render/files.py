@@ -134,8 +134,13 @@ def _outputs(values: dict[str, Any], indent: str) -> list[str]:
     return lines
 
 
+# libyaml's emitter writes a render's files several times faster than PyYAML's own (a batch stack's
+# KEDA CRDs took 0.8 s); the two fold long quoted strings at different places, with equal content.
+_DUMPER: type[yaml.CSafeDumper] | type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _dump(document: Any) -> str:
-    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=120)
+    return yaml.dump(document, Dumper=_DUMPER, sort_keys=True, default_flow_style=False, width=120)
 
 
 def _file_name(*parts: str) -> str:

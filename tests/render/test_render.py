@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from pulumi.runtime import resource as pulumi_resource
 
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import Render, render_stack
-from render.files import diff, manifests, write
+from render.engine import Render, redact, render_stack
+from render.files import diff, is_manifest, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
 from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
 
@@ -64,6 +67,19 @@ def test_two_renders_write_identical_files(stack: str, tmp_path: Path) -> None:
     write(render_stack(stack), tmp_path / "first")
     write(render_stack(stack), tmp_path / "second")
     assert diff(tmp_path / "first", tmp_path / "second") == []
+
+
+def test_every_file_the_render_writes_reads_back_as_the_object_it_was_written_from(stack: str, tmp_path: Path) -> None:
+    render = rendered(stack)
+    written = [path for path in write(render, tmp_path / stack) if path.suffix == ".yaml"]
+    objects = [redact(render.outputs)]
+    objects += [redact(r.inputs) for r in render.resources if is_manifest(r) or r.remote or r.custom]
+    objects += [redact(item.manifest) for item in chart_objects(render)]
+
+    def canonical(documents: list[Any]) -> list[str]:
+        return sorted(json.dumps(document, sort_keys=True) for document in documents)
+
+    assert canonical([yaml.safe_load(path.read_text()) for path in written]) == canonical(objects)
 
 
 def test_the_suites_renders_equal_those_with_the_sdks_stack_traces(monkeypatch: pytest.MonkeyPatch) -> None:
