@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pulumi.runtime import resource as pulumi_resource
 
 from render.chart import chart_objects
@@ -16,6 +15,7 @@ from render.cli import main
 from render.engine import Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
+from stacks.data_files import parse_yaml
 from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
 
 
@@ -79,7 +79,7 @@ def test_every_file_the_render_writes_reads_back_as_the_object_it_was_written_fr
     def canonical(documents: list[Any]) -> list[str]:
         return sorted(json.dumps(document, sort_keys=True) for document in documents)
 
-    assert canonical([yaml.safe_load(path.read_text()) for path in written]) == canonical(objects)
+    assert canonical([parse_yaml(path.read_text()) for path in written]) == canonical(objects)
 
 
 def test_the_suites_renders_equal_those_with_the_sdks_stack_traces(monkeypatch: pytest.MonkeyPatch) -> None:
