@@ -103,9 +103,17 @@ def test_a_render_error_reaches_the_caller_with_its_exit_code(runtime: Path) -> 
     assert ": --help\n" in log_of(runtime)
 
 
+# `python -m render` as a terminal starts it. A suite started in the background (nohup, `&` in a script)
+# hands its processes SIGINT ignored, and Python then raises no KeyboardInterrupt, as for any background job.
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'render', *sys.argv[1:]])"
+)
+
+
 def test_ctrl_c_reaches_the_render_the_resident_process_runs(runtime: Path, tmp_path: Path) -> None:
     client = subprocess.Popen(
-        [sys.executable, "-m", "render", "dev", "--out", str(tmp_path / "stopped")],
+        [sys.executable, "-c", AS_FROM_A_TERMINAL, "dev", "--out", str(tmp_path / "stopped")],
         cwd=PROJECT_ROOT,
         env=environment(runtime),
         stdout=subprocess.DEVNULL,
