@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import gc
 import json
 import logging
 import os
@@ -364,8 +365,16 @@ def render_stack(
         stack_resource = runtime_settings.get_root_resource()
         render.outputs = _sync_await(_resolve_outputs(getattr(stack_resource, "outputs", {})))
 
-    # A fresh context per render: the SDK keeps its state in context variables.
-    contextvars.Context().run(run)
+    # A fresh context per render: the SDK keeps its state in context variables. The cyclic collector
+    # waits until the render ends: its tens of thousands of short-lived futures and outputs are mostly
+    # gone by then, instead of scanned while alive (a third of the collector's time in the test suite).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        contextvars.Context().run(run)
+    finally:
+        if collecting:
+            gc.enable()
     return render
 
 

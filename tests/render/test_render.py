@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from render.engine import Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
 from stacks.data_files import parse_yaml
+from stacks.problems import StackConfigError
 from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
 
 
@@ -80,6 +82,20 @@ def test_every_file_the_render_writes_reads_back_as_the_object_it_was_written_fr
         return sorted(json.dumps(document, sort_keys=True) for document in documents)
 
     assert canonical([parse_yaml(path.read_text()) for path in written]) == canonical(objects)
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_a_render_leaves_the_cyclic_collector_as_it_found_it(collecting: bool) -> None:
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        render_stack("prod")
+        assert gc.isenabled() is collecting
+        with pytest.raises(StackConfigError):
+            render_stack("dev", config={"llm:nodes": -1})
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_the_suites_renders_equal_those_with_the_sdks_stack_traces(monkeypatch: pytest.MonkeyPatch) -> None:
