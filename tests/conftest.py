@@ -72,9 +72,9 @@ def _render_input(stack: str, config: Mapping[str, Any], secrets: Mapping[str, s
 def render_once(stack: str, config: Mapping[str, Any] | None = None, secrets: Mapping[str, str] | None = None) -> Render:
     """``render_stack(stack, config=..., secrets=...)``, run once per input per test worker.
 
-    Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which renders
-    without this; only the order of a resource's dependencies varies, and no test reads it), so tests
-    that render the same input share one render. Each call returns a copy of it: a test may change
+    Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which compares
+    the kept render with a new one; only the order of a resource's dependencies varies, and no test
+    reads it), so tests that render the same input share one render. Each call returns a copy of it: a test may change
     what it gets (some break a render on purpose) without touching others'. A render that fails is
     not kept: the next call runs it again and fails the same way.
     """
