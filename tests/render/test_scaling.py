@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pytest
+
 from render.scaling import (
     DOWNSCALE_STABILIZATION_SECONDS,
     HPA_SYNC_SECONDS,
@@ -101,3 +103,10 @@ def test_removing_a_serving_replica_aborts_what_its_drain_cannot_finish() -> Non
     short_drain = Serving(cold_start_seconds=600, requests_per_replica=100, request_seconds=40, drain_seconds=10)
     steps = simulate(scaled_object(prometheus(RUNNING_METRIC, 100)), short_drain, Trace("shrink", 600, lambda s: 100, 4, warm=True))
     assert sum(s.aborted for s in steps) == round(3 * 100 / 4 * (1 - 10 / 40))
+
+
+def test_a_query_on_a_series_the_model_does_not_know_is_refused_naming_it_at_every_simulation() -> None:
+    unknown = scaled_object(prometheus("vllm:gpu_cache_usage_perc", 1))
+    for _ in range(2):  # the second reads the first's parse
+        with pytest.raises(ValueError, match=r"reads only sums of .*; query: sum\(vllm:gpu_cache_usage_perc\)"):
+            simulate(unknown, SERVING, Trace("idle", 60, lambda s: 0, 1, warm=True))
