@@ -23,7 +23,7 @@ with Progress.on_terminal().step("loading the render's checks"):
     from render.chart import ChartError
     from render.cluster_model import ClusterModelError, check_cluster
     from render.engine import PROJECT_ROOT, Render, render_stack
-    from render.files import PLAN_FILE, changed_files, diff, flatten, plan, short, write
+    from render.files import PLAN_FILE, changed_files, diff, flatten, short, write
     from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
     from render.promql import PromQLError, check_monitoring
     from render.provider_rules import ProviderConstraintError, check_provider
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = options.out or BUILD / options.stack
     progress = Progress.on_terminal()
     render = _render_to(options.stack, folder, progress)
-    print(plan(render), end="")
+    print((folder / PLAN_FILE).read_text(), end="")  # as written: the plan runs the scaling simulations
     with progress.step("validating every object against the Kubernetes schema and the vendored CRDs"):
         checks = validate_render(render)
     schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
