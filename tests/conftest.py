@@ -49,7 +49,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()  # the imported modules stay out of every later collection
     # A render leaves some 27,000 new container objects (the SDK's futures, tasks and outputs): at the
     # default threshold of 700 the collector ran about 40 times a render, about 17 s of the suite's CPU
-    # in all. At 10,000: 6-8 s.
+    # in all. At 10,000: 6-8 s; about 5 s since render_stack holds the collector until a render ends.
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
 
@@ -74,9 +74,9 @@ def render_once(stack: str, config: Mapping[str, Any] | None = None, secrets: Ma
 
     Renders are deterministic (tested by ``test_two_renders_write_identical_files``, which compares
     the kept render with a new one; only the order of a resource's dependencies varies, and no test
-    reads it), so tests that render the same input share one render. Each call returns a copy of it: a test may change
-    what it gets (some break a render on purpose) without touching others'. A render that fails is
-    not kept: the next call runs it again and fails the same way.
+    reads it), so tests that render the same input share one render. Each call returns a copy of
+    it: a test may change what it gets (some break a render on purpose) without touching others'.
+    A render that fails is not kept: the next call runs it again and fails the same way.
     """
     config = stack_file_config(stack) if config is None else config
     key = _render_input(stack, config, secrets or {})
