@@ -18,8 +18,8 @@ from components.observability import Observability
 from components.proxy_subnet import ProxySubnet
 from components.registry import ImageRegistry
 from components.replicas import Replicas
-from stacks.loading import load
-from stacks.plan import plan_stack
+from config.loading import load
+from plan.stack import plan_stack
 
 stack = load()
 for warning in stack.warnings:

@@ -19,12 +19,12 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from batch import layout
 from components.manifests import Manifest
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
-from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
-from stacks.settings import KEDA_NAMESPACE
+from config.settings import KEDA_NAMESPACE
+from plan.stack import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
+from workloads.batch import layout
 
 # The chart's operator service account; Workload Identity maps it to a Google identity.
 KEDA_OPERATOR = "keda-operator"
@@ -195,7 +195,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
                 "metadata": {
                     "serverAddress": query_endpoint(spec.project),
                     "query": batch_backlog_query(spec.namespace),
-                    # The runner sends at most this many per Ready replica (stacks/plan.py), so vLLM's
+                    # The runner sends at most this many per Ready replica (plan/stack.py), so vLLM's
                     # queue never shows the batch's size; its backlog does, against the same target.
                     "threshold": str(scaling.requests_per_replica),
                     "activationThreshold": "0",

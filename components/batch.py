@@ -3,7 +3,7 @@
 An object waiting under ``input/`` wakes the stack: KEDA's gcp-storage scaler counts it on the
 replicas' ScaledObject (components/autoscaling.py) and on the runner's own. The runner claims the
 file, sends its lines to the replicas' Service and writes the answers back to the bucket
-(batch/layout.py names the prefixes both sides use). Its code is this repository's ``batch``
+(workloads/batch/layout.py names the prefixes both sides use). Its code is this repository's ``workloads.batch``
 package, shipped in a ConfigMap, so the image stays a stock Python. Pure builders make the
 manifests; ``Batch`` only registers them. Design and sources: docs/batch.md.
 """
@@ -19,22 +19,22 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from batch import layout
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
 from components.workload_identity import kubernetes_service_account, let_act_as
-from stacks.plan import BatchSpec
-from stacks.settings import quantity
+from config.settings import quantity
+from plan.stack import BatchSpec
+from workloads.batch import layout
 
 RUNNER = "batch-runner"
 CODE = "batch-runner-code"
 AUTHENTICATION = "batch-bucket"
-PACKAGE = Path(__file__).resolve().parent.parent / "batch"
-# The runner measures a wake with the cold-start parser (standard library only), shipped beside its package.
-COLD_START = PACKAGE.parent / "cold_start"
-COLD_START_FILES = ("__init__.py", "phases.py")
-# Where the ConfigMap's files appear: the package folder on the runner's PYTHONPATH.
+ROOT = Path(__file__).resolve().parent.parent
+# The runner's package and the cold-start parser it measures a wake with (standard library only),
+# shipped at the paths they have in this repository, so the pod imports them by the same names.
+SHIPPED = ("workloads/__init__.py", "workloads/batch/*.py", "workloads/batch/requirements.txt", "workloads/cold_start/*.py")
+# Where the ConfigMap's files appear: the root of the runner's PYTHONPATH.
 CODE_ROOT = "/opt/runner"
 REQUIREMENTS = "requirements.txt"
 METRICS_PORT_NAME = "metrics"
@@ -47,28 +47,27 @@ RUNNER_COOLDOWN_SECONDS = 300
 RUNNER_GRACE_SECONDS = 60
 
 
+def shipped_paths() -> list[str]:
+    """The shipped files' paths relative to the repository root."""
+    return sorted(path.relative_to(ROOT).as_posix() for pattern in SHIPPED for path in ROOT.glob(pattern))
+
+
 def package_files() -> dict[str, str]:
-    """The runner's code as the ConfigMap carries it: every module of ``batch``, its pinned requirements,
-    and the cold-start parser under keys ``cold_start.<file>`` (a key holds no ``/``)."""
-    files = sorted(PACKAGE.glob("*.py")) + sorted(PACKAGE.glob(REQUIREMENTS))
-    shipped = {path.name: path.read_text() for path in files}
-    return shipped | {f"{COLD_START.name}.{name}": (COLD_START / name).read_text() for name in COLD_START_FILES}
+    """The runner's code as the ConfigMap carries it, keyed by its path in this repository with ``/``
+    as ``.`` (a key holds no ``/``): the ``workloads.batch`` package, its pinned requirements and the cold-start parser."""
+    return {code_key(path): (ROOT / path).read_text() for path in shipped_paths()}
+
+
+def code_key(path: str) -> str:
+    return path.replace("/", ".")
 
 
 def code_volumes(files: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The pod's volumes and mounts: each package a folder on the runner's PYTHONPATH, from the one ConfigMap."""
-    prefix = f"{COLD_START.name}."
-    folders = {
-        "batch": [{"key": key, "path": key} for key in sorted(files) if not key.startswith(prefix)],
-        COLD_START.name: [{"key": key, "path": key.removeprefix(prefix)} for key in sorted(files) if key.startswith(prefix)],
-    }
-    volumes = [
-        {"name": f"code-{folder}".replace("_", "-"), "configMap": {"name": CODE, "items": items}} for folder, items in folders.items()
-    ]
-    mounts = [
-        {"name": volume["name"], "mountPath": f"{CODE_ROOT}/{folder}", "readOnly": True}
-        for volume, folder in zip(volumes, folders, strict=True)
-    ]
+    """The pod's volume and mount: the ConfigMap's files at their repository paths under the runner's PYTHONPATH."""
+    by_key = {code_key(path): path for path in shipped_paths()}
+    items = [{"key": key, "path": by_key[key]} for key in sorted(files)]
+    volumes = [{"name": "code", "configMap": {"name": CODE, "items": items}}]
+    mounts = [{"name": "code", "mountPath": CODE_ROOT, "readOnly": True}]
     return volumes, mounts
 
 
@@ -131,7 +130,7 @@ def code_config_map(spec: BatchSpec, files: dict[str, str]) -> dict[str, Any]:
 
 
 def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[str, Any]]:
-    """The runner's environment, by the names batch/layout.py gives it."""
+    """The runner's environment, by the names workloads/batch/layout.py gives it."""
     values: dict[str, str | None] = {
         layout.ENV_BUCKET: spec.bucket,
         layout.ENV_SERVING_URL: spec.serving_url,
@@ -164,9 +163,9 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
 def runner_command(files: dict[str, str]) -> list[str]:
     """Install the pinned requirements (hashes checked), then run the package from the ConfigMap."""
     steps = []
-    if REQUIREMENTS in files:
-        steps.append(f"pip install --no-cache-dir --quiet --require-hashes -r {CODE_ROOT}/batch/{REQUIREMENTS}")
-    steps.append("exec python -m batch run")
+    if code_key(f"workloads/batch/{REQUIREMENTS}") in files:
+        steps.append(f"pip install --no-cache-dir --quiet --require-hashes -r {CODE_ROOT}/workloads/batch/{REQUIREMENTS}")
+    steps.append("exec python -m workloads.batch run")
     return ["sh", "-c", " && ".join(steps)]
 
 

@@ -6,7 +6,7 @@ prompt prefix shared within or across clients, several clients of ~1K
 concurrency each on one 16-vCPU C4 node, their throughputs summed. The Job's
 log ends with the sum and the TTFT, TPOT and ITL percentiles over every
 request, as a table and as one ``BENCHMARK_RESULT {json}`` line
-(``benchmark_job/summarize.py``).
+(``workloads/benchmark_summary.py``).
 
 Pure builders make the client command lines, the script and the manifests;
 ``Benchmark`` only registers them.
@@ -21,12 +21,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from benchmark_job import summarize
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from stacks import gke
-from stacks.plan import BenchmarkSpec
+from facts import gke
+from plan.stack import BenchmarkSpec
+from workloads import benchmark_summary as summarize
 
 NAME = "benchmark"
 COMPUTE_CLASS = "benchmark"
@@ -213,7 +213,7 @@ def summarizer_source() -> str:
 
 
 def summarizer_config_map(spec: BenchmarkSpec) -> dict[str, Any]:
-    """``benchmark_job/summarize.py`` as the Job mounts it."""
+    """``workloads/benchmark_summary.py`` as the Job mounts it."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -2,7 +2,7 @@
 
 A4 (``a4-highgpu-8g``) has no on-demand capacity: Spot, Flex-start,
 reservations or an ordered fallback across them (docs/reference.md). How GPU
-pods ask for the capacity is decided in the plan (``stacks/plan.py``).
+pods ask for the capacity is decided in the plan (``plan/stack.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
 from components.options import child_options
-from stacks import gke
-from stacks.plan import FALLBACK_CLASS, CapacitySpec
-from stacks.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE
+from config.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE
+from facts import gke
+from plan.stack import FALLBACK_CLASS, CapacitySpec
 
 
 def _priority(step: str, spec: CapacitySpec) -> dict[str, Any]:

@@ -8,8 +8,8 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.options import child_options
-from stacks.plan import POD_RANGE, SERVICE_RANGE
-from stacks.settings import EXCLUSION_SCOPES, ClusterSettings, MaintenanceSettings
+from config.settings import EXCLUSION_SCOPES, ClusterSettings, MaintenanceSettings
+from plan.stack import POD_RANGE, SERVICE_RANGE
 
 
 def maintenance_policy(settings: MaintenanceSettings) -> gcp.container.ClusterMaintenancePolicyArgs | None:

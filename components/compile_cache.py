@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 from components.manifests import Manifest
 from components.options import child_options
 from components.workload_identity import kubernetes_service_account, let_act_as
-from stacks.plan import CompileCacheSpec
+from plan.stack import CompileCacheSpec
 
 # Create, read, overwrite and delete objects (a FUSE rename is a copy and a delete), no bucket admin.
 OBJECT_USER = "roles/storage.objectUser"

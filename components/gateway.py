@@ -14,8 +14,8 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from stacks.plan import GatewaySpec
-from stacks.settings import GatewaySettings
+from config.settings import GatewaySettings
+from plan.stack import GatewaySpec
 
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/{version}/v1-manifests.yaml"

@@ -20,9 +20,9 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import awaits_beyond, child_options
-from stacks import gke
-from stacks.plan import CacheSpec
-from stacks.settings import CacheSettings
+from config.settings import CacheSettings
+from facts import gke
+from plan.stack import CacheSpec
 
 CSI_DRIVER = "pd.csi.storage.gke.io"
 SNAPSHOT_CLASS = "model-cache"
@@ -179,7 +179,7 @@ def snapshot(spec: CacheSpec) -> dict[str, Any]:
 
 # Time for a small CPU node and one API call.
 RELEASE_DEADLINE_MINUTES = 10
-RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "cache_release" / "release.py").read_text()
+RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "workloads" / "cache_release.py").read_text()
 
 
 def release_account(spec: CacheSpec) -> list[dict[str, Any]]:

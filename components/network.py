@@ -6,8 +6,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
-from stacks.plan import POD_RANGE, SERVICE_RANGE
-from stacks.settings import NetworkSettings
+from config.settings import NetworkSettings
+from plan.stack import POD_RANGE, SERVICE_RANGE
 
 NAT_MIN_PORTS = 1024
 NAT_MAX_PORTS = 65536

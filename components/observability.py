@@ -15,10 +15,10 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from batch import layout
 from components.options import child_options
-from stacks.estimates import MEASURED_CONCURRENCY_PER_NODE
-from stacks.plan import ObservabilitySpec
+from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
+from plan.stack import ObservabilitySpec
+from workloads.batch import layout
 
 COLUMNS = 48
 TILE_WIDTH = 24

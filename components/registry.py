@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
-from stacks.plan import UPSTREAMS
+from plan.stack import UPSTREAMS
 
 READER = "roles/artifactregistry.reader"
 

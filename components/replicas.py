@@ -15,8 +15,8 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
-from stacks.plan import CacheMount, Drain, ReplicasSpec
-from stacks.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
+from config.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
+from plan.stack import CacheMount, Drain, ReplicasSpec
 
 PORT_NAME = "http"
 HEALTH_PATH = "/health"
@@ -164,7 +164,7 @@ def deployment(spec: ReplicasSpec, template: dict[str, Any]) -> dict[str, Any]:
         "spec": {
             "replicas": spec.replicas,
             "selector": {"matchLabels": spec.selector},
-            # Rounds of replicas on their own nodes, one kept serving (stacks/plan.py rollout).
+            # Rounds of replicas on their own nodes, one kept serving (plan/stack.py rollout).
             "strategy": {
                 "type": "RollingUpdate",
                 "rollingUpdate": {"maxSurge": spec.rollout.max_surge, "maxUnavailable": spec.rollout.max_unavailable},

@@ -7,7 +7,7 @@ message per problem, written for the person who edits the program or
 wires the rules into a policy pack, and the tests run them over the offline
 render of every stack.
 
-GKE's label keys and one A4 node's facts come from ``stacks/gke.py``, the one
+GKE's label keys and one A4 node's facts come from ``facts/gke.py``, the one
 place the program keeps them; the pack runs in the project's environment with
 the project root on its path (``policy/__main__.py``). A mistake there is not
 left to agree with itself: the render checks the same keys against Autopilot's
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from stacks import gke
+from facts import gke
 
 # a4-highgpu-8g, and any other shape of the A4 family.
 A4_MACHINE_PREFIX = f"{gke.A4_MACHINE_FAMILY}-"
@@ -47,7 +47,7 @@ INTERNAL_INGRESS_CLASS = "gce-internal"
 MODEL_CACHE_PREFIX = "model-cache-"
 MODEL_CACHE_WRITER_SUFFIX = "-writer"
 
-# The labels stacks/loading.py puts on every labelled resource (Stack.labels).
+# The labels config/loading.py puts on every labelled resource (Stack.labels).
 REQUIRED_LABELS = ("app", "managed-by", "stack")
 CLUSTER = "gcp:container/cluster:Cluster"
 # GCP resources whose pulumi-gcp schema has no labels field: nothing to check.

@@ -1,6 +1,6 @@
 """GKE Autopilot's admission, offline: what GKE Warden refuses that the schemas accept.
 
-The rules are data (``render/data/autopilot.yaml``, each with its sources and the date
+The rules are data (``render/vendor/data/autopilot.yaml``, each with its sources and the date
 they were read). ``admission_problems`` checks every object of a stack, the charts'
 included, and names the object, who makes it, the field, the value and the rule. It also
 checks that every webhook and aggregated API the control plane calls listens on a pod port
@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 import yaml
 
-from stacks.settings import quantity
+from config.settings import quantity
 
-RULES = Path(__file__).parent / "data" / "autopilot.yaml"
+RULES = Path(__file__).parent / "vendor" / "data" / "autopilot.yaml"
 _POD_TEMPLATES = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
 
 

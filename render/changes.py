@@ -20,14 +20,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from facts.data_files import read_yaml
 from render.chart import chart_objects
 from render.crd_rules import declared_rules
 from render.engine import Render, redact
 from render.files import RECORDS_FILE
 from render.validation import custom_resources
-from stacks.data_files import read_yaml
 
-RULES = Path(__file__).resolve().parent / "replacements"
+RULES = Path(__file__).resolve().parent / "vendor" / "replacements"
 # Workloads whose pods restart when their template changes.
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet"}
 

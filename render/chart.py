@@ -24,10 +24,10 @@ import helm_python as helm
 import pulumi
 
 from components.manifests import type_token
+from facts.data_files import parse_yaml
 from render.engine import PROJECT_ROOT, Registration, Render
-from stacks.data_files import parse_yaml
 
-CHARTS = PROJECT_ROOT / "charts"
+CHARTS = PROJECT_ROOT / "render" / "vendor" / "charts"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 # Helm's releaseutil.SplitManifests separator; it also splits `---apiVersion`.
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
@@ -62,7 +62,7 @@ def chart_folder(registration: Registration) -> Path:
     if not folder.is_dir():
         raise ChartError(
             f"chart {name} {version or '(no version)'} of resource {registration.name} is not vendored: "
-            f"add its source as charts/{name}-{version}/{name} (charts/PROVENANCE.md)"
+            f"add its source as render/vendor/charts/{name}-{version}/{name} (render/vendor/charts/PROVENANCE.md)"
         )
     return folder
 

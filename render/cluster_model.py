@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from facts import gke
 from render.autopilot import admission_problems
 from render.chart import CLUSTER_SCOPED, chart_objects
 from render.engine import Render, Secret
 from render.files import is_manifest
-from stacks import gke
 
 # Namespaces every GKE cluster has.
 BUILT_IN_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "gke-gmp-system", "gmp-public"}

@@ -29,7 +29,7 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from stacks.problems import StackConfigError
+from config.problems import StackConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -322,7 +322,7 @@ def _run_program(root: Path) -> None:
 
 @contextmanager
 def _in_project(root: Path) -> Iterator[None]:
-    # __main__.py imports components/ and stacks/ as the Pulumi CLI would run it.
+    # __main__.py imports components/, config/ and plan/ as the Pulumi CLI would run it.
     previous = Path.cwd()
     os.chdir(root)
     try:

@@ -14,7 +14,7 @@ import yaml
 from render.awaits import awaits
 from render.chart import CHART_TYPE, chart_objects, render_chart
 from render.engine import Registration, Render, redact
-from render.scaling import scaling_timeline
+from render.simulations.scaling import scaling_timeline
 
 RECORDS_FILE = "resources.json"
 PLAN_FILE = "plan.txt"

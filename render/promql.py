@@ -2,7 +2,7 @@
 
 ``promql-parser`` (PyPI; Python bindings of the Rust parser GreptimeDB uses)
 parses each query; the walk collects the metric names its selectors read, and
-``stacks.metrics.series_problem`` holds them to vLLM's, GKE's DCGM and
+``facts.metrics.series_problem`` holds them to vLLM's, GKE's DCGM and
 kube-state, and the endpoint picker's lists.
 """
 
@@ -16,9 +16,9 @@ import promql_parser
 from google.cloud.monitoring_dashboard_v1.types import dashboard
 from google.protobuf import json_format
 
+from facts.metrics import series_problem
+from facts.vllm import DEFAULT_RELEASE
 from render.engine import Render
-from stacks.metrics import series_problem
-from stacks.vllm import DEFAULT_RELEASE
 
 _CHILDREN = ("lhs", "rhs", "expr", "args", "param", "vector_selector")
 

@@ -2,7 +2,7 @@
 
 pulumi-gcp runs the Terraform schema's checks in its Check step, so a violation
 fails ``pulumi preview`` and ``pulumi up`` before any resource changes. The
-rules are data, generated from google-beta's source by ``tools/provider_schema.py``
+rules are data, generated from google-beta's source by ``dev/provider_schema.py``
 (``constraints/gcp.yaml``): Required, MaxItems/MinItems, ExactlyOneOf,
 ConflictsWith, RequiredWith, AtLeastOneOf, and the enums, ranges, patterns,
 RFC 3339 times and CIDR ranges of the validators. They are applied as the
@@ -24,7 +24,7 @@ import yaml
 
 from render.engine import Registration, Render, reveal
 
-CONSTRAINTS = Path(__file__).resolve().parent / "constraints" / "gcp.yaml"
+CONSTRAINTS = Path(__file__).resolve().parent / "vendor" / "constraints" / "gcp.yaml"
 # What the mock engine records for a value another resource computes (pulumi's unknown).
 _UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 _ABSENT = object()

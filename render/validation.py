@@ -2,7 +2,7 @@
 
 Core kinds: the Kubernetes OpenAPI schema of the cluster's minor version, in
 strict mode (``kubernetes-validate``). Custom kinds: the upstream CRDs vendored
-in ``schemas/crds`` (see its PROVENANCE.md), also strict, then their CEL rules.
+in ``render/vendor/schemas/crds`` (see its PROVENANCE.md), also strict, then their CEL rules.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 import jsonschema
 import kubernetes_validate
 
+from facts.data_files import read_yaml
 from render.chart import chart_objects
 from render.crd_rules import declared_rules, violations, why_unchecked
 from render.engine import Render
 from render.files import manifests
-from stacks.data_files import read_yaml
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS = Path(__file__).resolve().parent / "vendor" / "schemas"
 
 # kubernetes-validate reads and parses its multi-megabyte definitions file for
 # every object; the files never change, so parse each once per process.
@@ -111,7 +111,7 @@ def validate(manifest: dict[str, Any], kubernetes_version: str) -> str:
         where = ".".join(str(p) for p in error.path) or "(root)"
         raise ManifestError(f"{name}: {where}: {error.message} (Kubernetes {kubernetes_version})") from None
     except kubernetes_validate.SchemaNotFoundError:
-        raise ManifestError(f"{name}: no schema for {api_version} {kind}: vendor its CRD into schemas/crds") from None
+        raise ManifestError(f"{name}: no schema for {api_version} {kind}: vendor its CRD into render/vendor/schemas/crds") from None
     return f"Kubernetes {kubernetes_version}"
 
 

@@ -12,9 +12,9 @@ import pytest
 from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime.proto import source_pb2
 
+from config.loading import SECRET_KEYS
+from config.settings import StackSettings
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
-from stacks.loading import SECRET_KEYS
-from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
 SDK_STACK_TRACE = pulumi_resource._get_stack_trace

@@ -169,8 +169,8 @@ def test_the_writable_cache_volume_is_released_once_the_snapshot_is_ready() -> N
 
 
 def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:
-    from stacks.estimates import idle_bill
-    from tests.stacks.test_estimates import settings
+    from plan.estimates import idle_bill
+    from tests.plan.test_estimates import settings
 
     items = dict(idle_bill(settings(nodes=0)))
     assert set(items) >= {"cluster fee", "model cache disk (Hyperdisk ML, read-only)", "model cache snapshot"}
@@ -197,7 +197,7 @@ def test_the_docs_promise_no_escape_from_docker_hubs_rate_limits() -> None:
     from render.engine import PROJECT_ROOT
 
     docs = [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").glob("*.md")]
-    for path in [*docs, PROJECT_ROOT / "components" / "registry.py", PROJECT_ROOT / "stacks" / "settings.py"]:
+    for path in [*docs, PROJECT_ROOT / "components" / "registry.py", PROJECT_ROOT / "config" / "settings.py"]:
         text = path.read_text().lower()
         assert "no docker hub rate limit" not in text and "no rate limits" not in text, path
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from config.problems import StackConfigError
+from config.settings import B200_MIN_MINOR, MANAGED_FLAGS, PROGRAM_LABELS, known_keys
 from render.engine import Render, render_stack
 from render.validation import validate_render
-from stacks.problems import StackConfigError
-from stacks.settings import B200_MIN_MINOR, MANAGED_FLAGS, PROGRAM_LABELS, known_keys
 
 # Derandomized in CI so a red build reproduces; random locally to keep finding new cases.
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

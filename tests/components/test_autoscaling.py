@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
+from config.problems import StackConfigError
+from config.settings import StackSettings
+from facts.metrics import series_problem
+from plan.estimates import cost_per_hour
+from plan.stack import QUEUE_METRIC, RUNNING_METRIC, plan_stack
 from render.chart import chart_objects
 from render.engine import Render
 from render.validation import validate_render
-from stacks.estimates import cost_per_hour
-from stacks.metrics import series_problem
-from stacks.plan import QUEUE_METRIC, RUNNING_METRIC, plan_stack
-from stacks.problems import StackConfigError
-from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"

@@ -17,16 +17,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from batch import layout
-from batch.lines import Request
-from batch.serving import RetryPolicy, send
-from batch.sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
+from config.problems import StackConfigError
+from plan.batch_sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
 from render.engine import Render, render_stack, reveal
 from render.lifecycle import destroy
 from render.promql import check_monitoring
-from render.scaling import HPA_SYNC_SECONDS, reference_serving, scaling_timeline, simulate
-from stacks.problems import StackConfigError
+from render.simulations.scaling import HPA_SYNC_SECONDS, reference_serving, scaling_timeline, simulate
 from tests.conftest import render_with
+from workloads.batch import layout
+from workloads.batch.lines import Request
+from workloads.batch.serving import RetryPolicy, send
 
 BUCKET = "gcp:storage/bucket:Bucket"
 BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
@@ -34,7 +34,7 @@ PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RUNNER = "batch-runner"
-PACKAGE = Path(__file__).resolve().parent.parent.parent / "batch"
+ROOT = Path(__file__).resolve().parent.parent.parent
 IDLE_MINUTES = 15
 
 
@@ -143,19 +143,18 @@ def test_the_files_the_runners_pod_mounts_import_the_runner_and_the_cold_start_p
             (folder / item["path"]).parent.mkdir(parents=True, exist_ok=True)
             (folder / item["path"]).write_text(data[item["key"]])
     python_path = tmp_path / next(e["value"] for e in container["env"] if e["name"] == "PYTHONPATH").lstrip("/")
-    check = "import batch.runner, cold_start.phases; print(cold_start.phases.__file__)"
+    check = "import workloads.batch.runner, workloads.cold_start.phases; print(workloads.cold_start.phases.__file__)"
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(python_path)!r}); {check}"]
     run = subprocess.run(command, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == str(python_path / "cold_start" / "phases.py")
+    assert run.stdout.strip() == str(python_path / "workloads" / "cold_start" / "phases.py")
 
 
 def test_the_runners_config_map_holds_the_batch_package_as_it_is_in_the_repository() -> None:
     data = manifest(with_batch(), "ConfigMap", "batch-runner-code")["data"]
-    expected = {p.name: p.read_text() for p in [*PACKAGE.glob("*.py"), *PACKAGE.glob("requirements.txt")]}
-    cold_start = PACKAGE.parent / "cold_start"
-    expected |= {f"cold_start.{name}": (cold_start / name).read_text() for name in ("__init__.py", "phases.py")}
-    assert data == expected and {"__init__.py", "layout.py", "sizing.py"} <= set(data)
+    shipped = [*ROOT.glob("workloads/batch/*.py"), ROOT / "workloads/batch/requirements.txt", *ROOT.glob("workloads/cold_start/*.py")]
+    expected = {p.relative_to(ROOT).as_posix().replace("/", "."): p.read_text() for p in [ROOT / "workloads/__init__.py", *shipped]}
+    assert data == expected and {"workloads.batch.__init__.py", "workloads.batch.layout.py", "workloads.cold_start.phases.py"} <= set(data)
 
 
 def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() -> None:
@@ -164,10 +163,10 @@ def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() ->
     container = runner_container(render)
     env = {e["name"]: e.get("value") for e in container["env"]}
     mounts = {mount["mountPath"]: mount for mount in container["volumeMounts"]}
-    assert set(mounts) == {f"{env['PYTHONPATH']}/batch", f"{env['PYTHONPATH']}/cold_start"}
+    assert set(mounts) == {env["PYTHONPATH"]}
     assert all(mount["readOnly"] for mount in mounts.values())
     assert {volume["configMap"]["name"] for volume in pod["volumes"]} == {"batch-runner-code"}
-    assert container["command"][-1].endswith("exec python -m batch run")
+    assert container["command"][-1].endswith("exec python -m workloads.batch run")
     assert container["image"].endswith("python:3.12.7-slim-bookworm")
 
 
@@ -234,7 +233,7 @@ def test_the_runner_is_scaled_from_zero_by_the_inputs_waiting_up_to_the_workers_
 
 
 def test_an_input_waiting_wakes_the_replicas_and_the_runners_backlog_sizes_them() -> None:
-    from render.scaling import replicas_scaled_object
+    from render.simulations.scaling import replicas_scaled_object
 
     render = with_batch()
     scaled_object = replicas_scaled_object(render)
@@ -276,7 +275,7 @@ def test_the_storage_api_is_enabled_before_the_bucket() -> None:
 
 
 def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_returns_to_zero_idle_minutes_after() -> None:
-    from render.scaling import batch_from_zero, replicas_scaled_object
+    from render.simulations.scaling import batch_from_zero, replicas_scaled_object
 
     scaled_object = replicas_scaled_object(with_batch())
     assert scaled_object is not None

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from benchmark_job.summarize import RESULT_PREFIX, main, render_text, result_line, summarize
 from components.benchmark import (
     COMPUTE_CLASS,
     URL_FROM_ENV,
@@ -22,12 +21,13 @@ from components.benchmark import (
     summarizer_config_map,
 )
 from components.credentials import SecretRef
+from config.problems import StackConfigError
+from config.settings import StackSettings
+from plan.stack import BenchmarkSpec, plan_stack
 from render.engine import Render, reveal
 from render.validation import validate, validate_render
-from stacks.plan import BenchmarkSpec, plan_stack
-from stacks.problems import StackConfigError
-from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
+from workloads.benchmark_summary import RESULT_PREFIX, main, render_text, result_line, summarize
 
 SERVICE = "http://vllm.llm-serving.svc.cluster.local:8000"
 # The reference method (docs/reference.md): random prompts, ISL 1024, OSL 512, range ratio 0.5.
@@ -259,7 +259,7 @@ def test_the_compute_class_asks_for_the_configured_machine_in_the_replicas_zone_
 
 def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
     data = summarizer_config_map(settings())["data"]
-    source = (Path(__file__).resolve().parents[2] / "benchmark_job" / "summarize.py").read_text()
+    source = (Path(__file__).resolve().parents[2] / "workloads" / "benchmark_summary.py").read_text()
     assert data == {"summarize.py": source}
     mounts = container(job(settings(), SERVICE, None, None))["volumeMounts"]
     assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts

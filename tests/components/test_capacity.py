@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from components.capacity import compute_class
+from config.settings import StackSettings
+from plan.estimates import price_per_node_hour
+from plan.stack import FALLBACK_CLASS, plan_stack, scheduling
 from render.validation import validate_render
-from stacks.estimates import price_per_node_hour
-from stacks.plan import FALLBACK_CLASS, plan_stack, scheduling
-from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 RESERVATION = {"name": "a4-llm-serving"}

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from stacks.cold_start import compile_cache_enabled
-from stacks.plan import compile_cache_bucket
-from stacks.settings import ServingProfile
+from config.settings import ServingProfile
+from plan.cold_start_estimate import compile_cache_enabled
+from plan.stack import compile_cache_bucket
 from tests.conftest import render_with, rendered
 
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"

@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
+from config.settings import StackSettings
+from plan.stack import GatewaySpec, plan_stack, selector_labels
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
 from render.validation import validate_render
-from stacks.plan import GatewaySpec, plan_stack, selector_labels
-from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered, stack_settings
 
-CHART_KEYS = yaml.safe_load((PROJECT_ROOT / "schemas" / "charts" / "inferencepool.yaml").read_text())["versions"]
+CHART_KEYS = yaml.safe_load((PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "inferencepool.yaml").read_text())["versions"]
 GATEWAY_TYPES = (
     "llm:gateway:InferenceGateway",
     "llm:gateway:ProxySubnet",
@@ -214,5 +214,5 @@ def test_scaled_to_zero_the_gateway_keeps_its_address_but_runs_no_endpoint_picke
 
 
 def test_the_chart_key_list_names_its_source() -> None:
-    header = (PROJECT_ROOT / "schemas" / "charts" / "inferencepool.yaml").read_text().splitlines()[:5]
+    header = (PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "inferencepool.yaml").read_text().splitlines()[:5]
     assert any("kubernetes-sigs/gateway-api-inference-extension" in line for line in header)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.model_cache import download_script
+from config.settings import CacheSettings, ModelSettings, StackSettings
+from plan.stack import CacheSpec, cache_id, plan_stack
 from render.engine import Registration, Render
-from stacks.plan import CacheSpec, cache_id, plan_stack
-from stacks.settings import CacheSettings, ModelSettings, StackSettings
 from tests.conftest import render_with, rendered
 
 CACHE_TYPES = (

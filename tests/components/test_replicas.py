@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from components.replicas import engine_args
+from config.settings import ServingProfile
+from facts.vllm import DEFAULT_RELEASE, facts
+from plan.stack import selector_labels
 from render.engine import Render, Secret, render_stack
-from stacks.plan import selector_labels
-from stacks.settings import ServingProfile
-from stacks.vllm import DEFAULT_RELEASE, facts
 from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).

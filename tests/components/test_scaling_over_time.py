@@ -9,7 +9,7 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
-from render.scaling import (
+from render.simulations.scaling import (
     BATCH_CLIENTS,
     HPA_SYNC_SECONDS,
     REFERENCE_COLD_START_SECONDS,

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import policy.rules
+from facts import gke
 from render.engine import PROJECT_ROOT
-from stacks import gke
 
 
 def _facts() -> dict[str, str | int]:
@@ -17,7 +17,7 @@ def _facts() -> dict[str, str | int]:
 
 
 def _restated(source: str) -> list[str]:
-    """Literals of a module that repeat a fact of stacks/gke.py, as ``line: value``."""
+    """Literals of a module that repeat a fact of facts/gke.py, as ``line: value``."""
     facts = _facts()
     texts = {value for value in facts.values() if isinstance(value, str)}
     tree = ast.parse(source)
@@ -50,8 +50,8 @@ def test_the_pack_imports_the_programs_facts_when_the_cli_runs_it_from_its_own_f
         "import runpy, sys, pulumi_policy\n"
         "pulumi_policy.PolicyPack = lambda *args, **kwargs: None\n"
         "runpy.run_path('__main__.py', run_name='__main__')\n"
-        "print(sys.modules['stacks.gke'].__file__)\n"
+        "print(sys.modules['facts.gke'].__file__)\n"
     )
     ran = subprocess.run([sys.executable, "-I", "-c", script], cwd=PROJECT_ROOT / "policy", capture_output=True, text=True, check=False)
     assert ran.returncode == 0, ran.stderr
-    assert Path(ran.stdout.strip()) == PROJECT_ROOT / "stacks" / "gke.py"
+    assert Path(ran.stdout.strip()) == PROJECT_ROOT / "facts" / "gke.py"

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 from components.gateway import GATEWAY_CLASSES
+from config import settings
+from config.loading import Stack, StackSecrets
+from plan.stack import plan_stack
 from policy.rules import (
     ALLOW_OPEN_CONTROL_PLANE,
     ALLOW_PUBLIC_EXPOSURE,
@@ -33,9 +36,6 @@ from policy.rules import (
     switch,
 )
 from render.engine import Render, reveal
-from stacks import settings
-from stacks.loading import Stack, StackSecrets
-from stacks.plan import plan_stack
 from tests.conftest import STACKS, render_once, render_with, stack_file_config
 
 

@@ -1,6 +1,6 @@
 """Each class of change, from records made by hand: what differs, what Pulumi does with it, in what order.
 
-The expected classes are the providers' documented behaviour (render/replacements/), written per case.
+The expected classes are the providers' documented behaviour (render/vendor/replacements/), written per case.
 """
 
 from __future__ import annotations

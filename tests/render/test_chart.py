@@ -64,7 +64,7 @@ def test_helms_splitter_also_splits_a_separator_glued_to_the_next_line() -> None
 def test_a_chart_version_without_vendored_source_is_refused_naming_it() -> None:
     registration = rendered("gateway").one(CHART)
     unknown = Registration(**{**registration.__dict__, "inputs": {**registration.inputs, "version": "v9.9.9"}})
-    with pytest.raises(ChartError, match=r"chart inferencepool v9\.9\.9 .* charts/inferencepool-v9\.9\.9/inferencepool"):
+    with pytest.raises(ChartError, match=r"chart inferencepool v9\.9\.9 .* render/vendor/charts/inferencepool-v9\.9\.9/inferencepool"):
         render_chart(unknown)
 
 

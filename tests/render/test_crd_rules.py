@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from components.benchmark import COMPUTE_CLASS as BENCHMARK_CLASS
+from plan.stack import FALLBACK_CLASS
 from render.files import manifests
 from render.validation import ManifestError, unchecked_rules, validate, validate_render
-from stacks.plan import FALLBACK_CLASS
 from tests.conftest import render_with, rendered
 
 VERSION = "1.35"

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from pulumi.runtime import resource as pulumi_resource
 
+from config.problems import StackConfigError
+from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
 from render.engine import Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from stacks.data_files import parse_yaml
-from stacks.problems import StackConfigError
 from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
 
 

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 import yaml
 
+from facts.data_files import read_yaml
 from render.validation import SCHEMAS, custom_resources
-from stacks.data_files import read_yaml
 
 
 def test_the_vendored_crds_are_parsed_by_libyaml_not_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,1 +1,0 @@
-"""Code that runs inside the benchmark Job (shipped to it in a ConfigMap)."""

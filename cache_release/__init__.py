@@ -1,1 +1,0 @@
-"""Code the model cache's release Job runs in the cluster."""

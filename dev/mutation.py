@@ -1,0 +1,230 @@
+"""Mutation testing on demand: each module that decides, against the tests that cover it (mutmut).
+
+Usage: ``uv run python -m dev.mutation [module ...]`` (default: every module in MODULES).
+
+Not part of CI: it runs minutes per module. Each module is mutated in its own
+copy of the work tree (``build/mutation/<module>/``, kept for ``mutmut show``
+and ``mutmut browse`` there), with only the test files listed for it, one
+mutant at a time, at a lower priority. The table counts a mutant as detected
+when a test failed or it timed out (mutmut's limit is CPU time, so a loaded
+machine does not cause timeouts); a mutant no listed test reaches counts as
+survived. Mutants listed in EQUIVALENT behave exactly as the original and are
+left out of the score; docs/testing.md gives the reason for each.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+WORK = PROJECT_ROOT / "build" / "mutation"
+
+# Each module, and the test files that test its behaviour without a full render where they can:
+# every mutant runs the tests that reach the mutated function, so render-heavy files cost minutes each.
+MODULES: dict[str, tuple[str, ...]] = {
+    "plan/stack.py": ("tests/plan/test_plan.py", "tests/plan/test_plan_rules.py", "tests/plan/test_plan_specs.py"),
+    "plan/estimates.py": ("tests/plan/test_estimates_rules.py",),
+    "render/changes.py": ("tests/render/test_changes_classes.py",),
+    "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
+    "policy/rules.py": ("tests/policy/test_rules_cases.py",),
+}
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant that cannot change behaviour: the text it must contain, so a renumbered mutant is never skipped."""
+
+    text: str
+    reason: str
+
+
+# Mutant names as mutmut 3.8.1 numbers them; each is checked against its text before it is left out,
+# so a change of the module that renumbers them fails the run instead of excluding another mutant.
+EQUIVALENT: dict[str, Equivalent] = {
+    "plan.stack.x__reservation_selector__mutmut_3": Equivalent("raise ValueError(None)", "unreachable: the settings refuse it first"),
+    "plan.stack.x__reservation_selector__mutmut_4": Equivalent('"XXcapacity.reservation', "unreachable: the settings refuse it first"),
+    "plan.stack.x__reservation_selector__mutmut_5": Equivalent('"CAPACITY.RESERVATION', "unreachable: the settings refuse it first"),
+    "plan.stack.x_cache_id__mutmut_15": Equivalent('split("/")[+1]', "a model id is org/name: item 1 is the last"),
+    "plan.stack.x_cache_id__mutmut_18": Equivalent('strip("XX-XX")', "the name is lower-cased first: it holds no X"),
+    "plan.stack.x_scheduling__mutmut_56": Equivalent("assert_never(None)", "unreachable: the capacity mode is a closed type"),
+    "plan.stack.x_plan_stack__mutmut_93": Equivalent('rstrip("XX-XX")', "a cluster name is lower case: it holds no X"),
+    "plan.estimates.x__estimate__mutmut_2": Equivalent(
+        "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
+    ),
+    "plan.estimates.x__interpolate__mutmut_3": Equivalent("if nodes < points[0]:", "at a measured point both ways give its value"),
+    "plan.estimates.x__interpolate__mutmut_8": Equivalent("if nodes > points[-1]:", "at a measured point both ways give its value"),
+    "plan.estimates.x__interpolate__mutmut_17": Equivalent("if low < nodes <= high:", "at a measured point both ways give its value"),
+    "plan.estimates.x__interpolate__mutmut_18": Equivalent("if low <= nodes < high:", "at a measured point both ways give its value"),
+    "plan.estimates.x__interpolate__mutmut_27": Equivalent("raise AssertionError(None)", "unreachable: every count falls in a pair"),
+    "plan.estimates.x__interpolate__mutmut_28": Equivalent('"XXunreachable', "unreachable: every count falls in a pair"),
+    "plan.estimates.x__interpolate__mutmut_29": Equivalent('"UNREACHABLE', "unreachable: every count falls in a pair"),
+    "plan.estimates.x_cost_per_hour__mutmut_12": Equivalent(
+        "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
+    ),
+}
+
+# mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.
+KILLED = {1, 3, -9, -11}
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+TIMEOUT = {-24, 24, 36, 152, 255}
+
+
+@dataclass(frozen=True)
+class Score:
+    module: str
+    mutants: int
+    killed: int
+    survived: int
+    timeout: int
+    no_tests: int
+    equivalent: int
+    survivors: tuple[str, ...]
+
+    @property
+    def score(self) -> float:
+        judged = self.mutants - self.equivalent
+        return (self.killed + self.timeout) / judged if judged else 1.0
+
+
+def _slug(module: str) -> str:
+    return module.removesuffix(".py").replace("/", "-")
+
+
+def _work_tree_files() -> list[str]:
+    """Tracked and new files of the work tree, as they are now (uncommitted edits included)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=PROJECT_ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (PROJECT_ROOT / name).is_file()]
+
+
+def _toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def prepare(module: str, tests: tuple[str, ...]) -> Path:
+    """A fresh copy of the work tree whose pyproject tells mutmut what to mutate and which tests to run."""
+    folder = WORK / _slug(module)
+    shutil.rmtree(folder, ignore_errors=True)
+    for name in _work_tree_files():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PROJECT_ROOT / name, target)
+    package = module.split("/", 1)[0]
+    # Everything else the tests read (other packages, stack files, schemas, charts) goes along unmutated.
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (package, "tests", "pyproject.toml"))
+    pyproject = folder / "pyproject.toml"
+    if "mutmut" in tomllib.loads(pyproject.read_text()).get("tool", {}):
+        raise SystemExit("pyproject.toml already has [tool.mutmut]; dev/mutation.py writes its own per module")
+    section = "\n".join(
+        [
+            "",
+            "[tool.mutmut]",
+            f"source_paths = {_toml_list([package])}",
+            f"only_mutate = {_toml_list([module])}",
+            f"also_copy = {_toml_list(others)}",
+            f"pytest_add_cli_args_test_selection = {_toml_list(list(tests))}",
+            # Pulumi's mock engine runs gRPC threads: forking the process that ran them deadlocks.
+            'process_isolation = "forkserver"',
+            "",
+        ]
+    )
+    pyproject.write_text(pyproject.read_text() + section)
+    return folder
+
+
+def run(folder: Path) -> None:
+    mutmut = [sys.executable, "-m", "mutmut"]
+    log = folder / "mutmut.log"
+    with log.open("w") as out:
+        done = subprocess.run([*mutmut, "run", "--max-children", "1"], cwd=folder, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"mutmut failed in {folder} (exit {done.returncode}); see {log}")
+
+
+def _mutant_sources(folder: Path, module: str) -> dict[str, str]:
+    """Each mutant's function source, by its mutmut name, from the mutated copy of ``module``."""
+    path = folder / "mutants" / module
+    text = path.read_text()
+    prefix = module.removesuffix(".py").replace("/", ".")
+    return {
+        f"{prefix}.{node.name}": ast.get_source_segment(text, node) or ""
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name
+    }
+
+
+def _check_equivalents(module: str, folder: Path) -> None:
+    prefix = module.removesuffix(".py").replace("/", ".") + "."
+    listed = {name: item for name, item in EQUIVALENT.items() if name.startswith(prefix)}
+    sources = _mutant_sources(folder, module)
+    stale = [name for name, item in listed.items() if item.text not in sources.get(name, "")]
+    if stale:
+        raise SystemExit(f"{module}: the equivalent mutant(s) {', '.join(stale)} changed; look at them again (docs/testing.md)")
+
+
+def score(module: str, folder: Path) -> Score:
+    _check_equivalents(module, folder)
+    meta = json.loads((folder / "mutants" / f"{module}.meta").read_text())
+    codes: dict[str, int | None] = meta["exit_code_by_key"]
+    judged = {name: code for name, code in codes.items() if name not in EQUIVALENT}
+    unchecked = [name for name, code in judged.items() if code is None]
+    if unchecked:
+        raise SystemExit(f"{module}: {len(unchecked)} mutant(s) not checked, e.g. {unchecked[0]}; see {folder / 'mutmut.log'}")
+    survivors = tuple(sorted(name for name, code in judged.items() if code in SURVIVED | NO_TESTS))
+    return Score(
+        module=module,
+        mutants=len(codes),
+        killed=sum(code in KILLED for code in judged.values()),
+        survived=sum(code in SURVIVED for code in judged.values()),
+        timeout=sum(code in TIMEOUT for code in judged.values()),
+        no_tests=sum(code in NO_TESTS for code in judged.values()),
+        equivalent=len(codes) - len(judged),
+        survivors=survivors,
+    )
+
+
+def table(scores: list[Score]) -> str:
+    lines = [
+        "| module | mutants | killed | survived | no tests | timeout | equivalent | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| `{s.module}` | {s.mutants} | {s.killed} | {s.survived} | {s.no_tests} | {s.timeout} | {s.equivalent} | {s.score:.1%} |"
+        for s in scores
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    unknown = [m for m in argv if m not in MODULES]
+    if unknown:
+        raise SystemExit(f"not a module this script covers: {', '.join(unknown)}; use one of: {', '.join(MODULES)}")
+    os.nice(10)  # the machine is shared: mutants run at a lower priority
+    scores = []
+    for module in argv or list(MODULES):
+        folder = prepare(module, MODULES[module])
+        print(f"{module}: mutating in {folder.relative_to(PROJECT_ROOT)} ...", file=sys.stderr, flush=True)
+        run(folder)
+        found = score(module, folder)
+        scores.append(found)
+        for name in found.survivors:
+            print(f"  survived: {name}", file=sys.stderr)
+    print(table(scores))
+    return 0 if all(s.score >= 0.85 for s in scores) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,101 @@
+"""What each supported vLLM release accepts and exports, and which release an image runs.
+
+One file per release in ``facts/data/vllm/``, written by ``dev/vllm_facts.py``
+from that release's source distribution (docs/vllm.md). A release without a
+file is not supported: nothing could check the flags the program sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from facts.data_files import read_yaml
+
+FACTS = Path(__file__).parent / "data" / "vllm"
+# The release the measured defaults were tuned on (v0.18.1 fixes v0.18.0's FP8 KV-cache bug).
+DEFAULT_RELEASE = "0.18.1"
+TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+# From 0.33.0 this flag replaces a family's buckets; TTFT's family key (vllm/v1/metrics/buckets.py).
+CUSTOM_BUCKETS_FLAG = "--custom-histogram-buckets"
+TTFT_FAMILY = "time_to_first_token"
+# vllm/vllm-openai tags a release v<major>.<minor>.<patch>, optionally with a suffix (e.g. -cu130).
+_RELEASE_TAG = re.compile(r"^v?(?P<release>\d+\.\d+\.\d+)(?:[-+][\w.-]*)?$")
+_TAG = re.compile(r":(?P<tag>[\w][\w.-]*)(?:@sha256:[0-9a-f]{64})?$")
+
+
+@dataclass(frozen=True)
+class VllmFacts:
+    """One release's flags, choices and metrics, read from its source."""
+
+    release: str
+    commit: str
+    serve_flags: frozenset[str]
+    deprecated_flags: dict[str, str]
+    kv_cache_dtypes: tuple[str, ...]
+    attention_backends: tuple[str, ...]
+    mamba_cache_modes: tuple[str, ...]
+    metrics: dict[str, str]
+    histogram_buckets: dict[str, tuple[float, ...]]
+    bench_serve_flags: frozenset[str]
+    bench_serve_choices: dict[str, tuple[str, ...]]
+
+    def takes(self, flag: str) -> bool:
+        """Whether ``vllm serve`` parses ``flag`` and acts on it (a deprecated flag may be ignored)."""
+        return flag in self.serve_flags and flag not in self.deprecated_flags
+
+    def largest_bucket(self, histogram: str) -> float:
+        """The largest finite bucket of ``histogram``: a quantile above it reads as +Inf."""
+        return max(self.histogram_buckets[histogram])
+
+
+def supported_releases() -> tuple[str, ...]:
+    """The releases with facts, oldest first."""
+    return tuple(sorted((p.stem for p in FACTS.glob("*.yaml")), key=lambda r: tuple(int(n) for n in r.split("."))))
+
+
+@cache
+def facts(release: str) -> VllmFacts:
+    """The facts of ``release``; raises ``KeyError`` naming the supported releases when it has none."""
+    if release not in supported_releases():
+        raise KeyError(f"no facts of vLLM {release}; supported: {', '.join(supported_releases())}")
+    data: dict[str, Any] = read_yaml(FACTS / f"{release}.yaml")
+    return VllmFacts(
+        release=release,
+        commit=str(data["commit"]),
+        serve_flags=frozenset(data["serveFlags"]),
+        deprecated_flags=dict(data["deprecatedServeFlags"]),
+        kv_cache_dtypes=tuple(data["kvCacheDtypes"]),
+        attention_backends=tuple(data["attentionBackends"]),
+        mamba_cache_modes=tuple(data["mambaCacheModes"]),
+        metrics=dict(str(entry).split() for entry in data["metrics"]),
+        histogram_buckets={name: tuple(bounds) for name, bounds in data["histogramBuckets"].items()},
+        bench_serve_flags=frozenset(data["benchServeFlags"]),
+        bench_serve_choices={flag: tuple(values) for flag, values in data["benchServeChoices"].items()},
+    )
+
+
+def tagged_release(image: str) -> str | None:
+    """The release an image's tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``), or None."""
+    tag = _TAG.search(image.split("/")[-1])
+    match = _RELEASE_TAG.match(tag["tag"]) if tag else None
+    return match["release"] if match else None
+
+
+def custom_buckets(extra_args: tuple[str, ...]) -> dict[str, list[float]]:
+    """Family -> buckets that ``--custom-histogram-buckets=<json>`` among ``extra_args`` sets; raises ``ValueError`` on bad JSON."""
+    for arg in extra_args:
+        name, _, value = arg.partition("=")
+        if name == CUSTOM_BUCKETS_FLAG:
+            table = json.loads(value)
+            if not isinstance(table, dict) or not all(
+                isinstance(bounds, list) and bounds and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+                for bounds in table.values()
+            ):
+                raise ValueError("not a JSON object of bucket lists")
+            return {str(family): [float(b) for b in bounds] for family, bounds in table.items()}
+    return {}

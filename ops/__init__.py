@@ -1,0 +1,1 @@
+"""Commands an operator runs from a laptop against a real stack."""

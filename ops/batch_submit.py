@@ -1,0 +1,43 @@
+"""``python -m ops.batch_submit FILE --bucket B``: upload an OpenAI Batch API file to a stack's batch bucket."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import google.cloud.storage as storage
+from google.api_core.exceptions import PreconditionFailed
+
+from workloads.batch import layout
+
+# Upload in 16 MiB pieces: a resumable upload, so the file is never read into memory whole.
+UPLOAD_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def submit(file: Path, bucket: str, name: str | None, client: storage.Client | None = None) -> str:
+    """Uploads a batch file under input/, streamed; returns the object's name."""
+    object_name = layout.INPUT + (name or file.name)
+    blob = (client or storage.Client()).bucket(bucket).blob(object_name, chunk_size=UPLOAD_CHUNK_BYTES)
+    # Never replace an input already waiting or running under that name.
+    blob.upload_from_filename(str(file), content_type="application/jsonl", if_generation_match=0)
+    return object_name
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m ops.batch_submit", description="Upload an OpenAI Batch API file to the stack's bucket."
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--bucket", required=True, help="the stack's batch bucket (pulumi stack output batchBucket)")
+    parser.add_argument("--name", help="object name under input/ (default: the file's name)")
+    args = parser.parse_args(argv)
+    try:
+        print(f"gs://{args.bucket}/{submit(args.file, args.bucket, args.name)}")
+    except PreconditionFailed:
+        name = layout.INPUT + (args.name or args.file.name)
+        raise SystemExit(f"gs://{args.bucket}/{name} exists: a batch of that name is waiting or running; choose another --name") from None
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

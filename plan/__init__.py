@@ -1,0 +1,1 @@
+"""From settings to one spec per component, once and in one direction: ``plan.stack.plan_stack``."""

@@ -1,0 +1,214 @@
+"""The expected cold start of a wake to N replicas, phase by phase, each figure with its source.
+
+A wake from zero pays every phase on every node before the first token: the
+A4 node, the image, the weights, then vLLM's compile and CUDA graph capture.
+``python -m ops.cold_start`` measures the same phases after a real wake
+(docs/cold-start.md); where the two disagree, the measurement wins and the
+figure here is the one to correct.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from config.settings import CacheSettings, ServingProfile, StackSettings
+
+# Reference write-up (docs/reference.md): 5-6 min for Autopilot to provision an A4 node.
+NODE_PROVISIONING_SECONDS = 5.5 * 60
+NODE_SOURCE = "reference: Autopilot provisioned an A4 node in 5-6 min"
+# Flex-start nodes come when the Dynamic Workload Scheduler finds capacity: no figure bounds the wait.
+FLEX_START_SOURCE = "no reference figure: flex-start waits in the Dynamic Workload Scheduler's queue for capacity"
+# GoogleCloudPlatform/ai-on-gke best-practices/startup-latency.md: Triton (a 5.4 GB image) went from
+# creation to serving in 30 s with image streaming, 191 s without.
+IMAGE_STREAMED_SECONDS = 30.0
+IMAGE_PULLED_SECONDS = 191.0
+IMAGE_SOURCE = "ai-on-gke startup-latency guide: a 5.4 GB image, creation to serving in {} s {}"
+# Weights of Qwen3.5-27B-FP8 (reference: ~29 GB).
+WEIGHT_BYTES = 29e9
+MIB = 2**20
+# The reference ran its cache at 2,400 MiB/s; a wake reads the same bytes on every node at once.
+THROUGHPUT_PER_NODE_MIBPS = 2400
+# Reference: model load and CUDA graph compile took about 10 min (its own weight load included,
+# so with the weights counted above this is an upper bound).
+COMPILE_COLD_SECONDS = 10 * 60
+COMPILE_COLD_SOURCE = "reference: model load and CUDA graph compile ~10 min"
+# vllm-project/vllm#20264: 59 s to the first response with a reused compile cache (CUDA graph capture 17 s of it).
+COMPILE_WARM_SECONDS = 59.0
+COMPILE_WARM_SOURCE = "vllm-project/vllm#20264: 59 s to first response with a reused compile cache (graph capture 17 s)"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Seconds one phase is expected to take, or None where no public figure exists; and where it comes from."""
+
+    seconds: float | None
+    source: str
+
+    def as_output(self) -> dict[str, object]:
+        return {"seconds": None if self.seconds is None else round(self.seconds), "source": self.source}
+
+
+def compile_cache_enabled(profile: ServingProfile) -> bool:
+    """Off when the engine's own switch is: vLLM 0.18.1 reads ``bool(int(VLLM_DISABLE_COMPILE_CACHE))`` (vllm/envs.py)."""
+    value = profile.env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
+    return not (value.lstrip("-").isdigit() and int(value) != 0)
+
+
+def image_streamed(image_ref: str, region: str) -> bool:
+    """Whether GKE streams ``image_ref`` to nodes in ``region``.
+
+    Image streaming serves images from Artifact Registry (GKE's image-streaming page); the
+    stack's remote repositories sit in its region, and nothing else is counted as streamed.
+    """
+    return image_ref.startswith(f"{region}-docker.pkg.dev/")
+
+
+def node_provisioning(settings: StackSettings) -> Figure:
+    """The wait for an A4 node of the preferred capacity step."""
+    if settings.capacity.steps[0] == "flex-start":
+        return Figure(None, FLEX_START_SOURCE)
+    return Figure(NODE_PROVISIONING_SECONDS, NODE_SOURCE)
+
+
+def image(settings: StackSettings, image_ref: str) -> Figure:
+    """Streamed when GKE can stream the image as the nodes pull it, else pulled whole."""
+    if image_streamed(image_ref, settings.region):
+        return Figure(IMAGE_STREAMED_SECONDS, IMAGE_SOURCE.format(f"{IMAGE_STREAMED_SECONDS:.0f}", "with image streaming"))
+    return Figure(IMAGE_PULLED_SECONDS, IMAGE_SOURCE.format(f"{IMAGE_PULLED_SECONDS:.0f}", "pulled whole (not streamable here)"))
+
+
+def weights(cache: CacheSettings, replicas: int) -> Figure:
+    """The weights read by ``replicas`` nodes at once from one Hyperdisk ML volume.
+
+    The volume's provisioned throughput is its total, shared by every node reading it
+    (docs/cold-start.md); each node reads the full weights once (its eight engines share
+    the node's page cache).
+    """
+    if not cache.enabled:
+        return Figure(None, "no reference figure: without the cache each replica downloads the weights from Hugging Face")
+    share = cache.throughput_mibps / max(replicas, 1)
+    return Figure(
+        WEIGHT_BYTES / (share * MIB),
+        f"~29 GB at {cache.throughput_mibps:,} MiB/s shared by {replicas} node(s): {share:,.0f} MiB/s each",
+    )
+
+
+def throughput_for(replicas: int) -> int:
+    """The provisioned throughput that gives each of ``replicas`` nodes the reference's rate when all wake at once."""
+    return THROUGHPUT_PER_NODE_MIBPS * max(replicas, 1)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """The cache's throughput sized so each node of the wake reads at the reference's rate, and what that trades."""
+
+    throughput_mibps: int
+    weights: Figure
+    # Provisioned throughput bills per MiB/s-month (cache.pricePerMibpsMonth); the wake's nodes bill per hour.
+    extra_per_month: float
+    saves_per_wake: float | None
+
+    def break_even_wakes_per_month(self) -> float | None:
+        """Wakes a month above which the sized cache costs less than the node time it saves."""
+        if self.extra_per_month == 0:
+            return 0.0
+        if not self.saves_per_wake:
+            return None
+        return round(self.extra_per_month / self.saves_per_wake, 1)
+
+    def as_output(self) -> dict[str, object]:
+        return {
+            "throughputMibps": self.throughput_mibps,
+            "weights": self.weights.as_output(),
+            "extraPerMonth": round(self.extra_per_month, 2),
+            "savesPerWake": self.saves_per_wake,
+            "breakEvenWakesPerMonth": self.break_even_wakes_per_month(),
+        }
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """The expected cold start of one wake to ``replicas`` replicas, and what it costs."""
+
+    replicas: int
+    node: Figure
+    image: Figure
+    weights: Figure
+    compile_cold: Figure
+    compile_warm: Figure
+    price_per_node_hour: float | None
+    # Set when the cache's throughput is below what gives each node of this wake the reference's rate.
+    sizing: Sizing | None = None
+
+    def seconds(self, *, warm: bool) -> float | None:
+        """The whole wake, to the last replica Ready; None when a phase has no figure."""
+        phases = (self.node, self.image, self.weights, self.compile_warm if warm else self.compile_cold)
+        if any(p.seconds is None for p in phases):
+            return None
+        return sum(p.seconds or 0.0 for p in phases)
+
+    def cost(self, *, warm: bool) -> float | None:
+        """Dollars of A4 node time a wake spends before the first token: replicas x price x duration."""
+        seconds = self.seconds(warm=warm)
+        if seconds is None or self.price_per_node_hour is None:
+            return None
+        return round(self.replicas * self.price_per_node_hour * seconds / 3600, 2)
+
+    def as_output(self) -> dict[str, object]:
+        figures: dict[str, object] = {
+            "replicas": self.replicas,
+            "phases": {
+                "nodeProvisioning": self.node.as_output(),
+                "image": self.image.as_output(),
+                "weights": self.weights.as_output(),
+                "compileColdCache": self.compile_cold.as_output(),
+                "compileWarmCache": self.compile_warm.as_output(),
+            },
+            "minutes": {
+                "coldCompileCache": _minutes(self.seconds(warm=False)),
+                "warmCompileCache": _minutes(self.seconds(warm=True)),
+            },
+            "wakeCost": {"coldCompileCache": self.cost(warm=False), "warmCompileCache": self.cost(warm=True)},
+        }
+        if self.sizing is not None:
+            figures["cacheSizedForWake"] = self.sizing.as_output()
+        return figures
+
+
+def _minutes(seconds: float | None) -> float | None:
+    return None if seconds is None else math.ceil(seconds / 6) / 10
+
+
+def sizing(cache: CacheSettings, replicas: int, price_per_node_hour: float | None) -> Sizing | None:
+    """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it."""
+    needed = throughput_for(replicas)
+    if not cache.enabled or needed <= cache.throughput_mibps:
+        return None
+    now, sized = weights(cache, replicas), weights(cache.model_copy(update={"throughput_mibps": needed}), replicas)
+    saved = (now.seconds or 0.0) - (sized.seconds or 0.0)
+    return Sizing(
+        throughput_mibps=needed,
+        weights=sized,
+        extra_per_month=(needed - cache.throughput_mibps) * cache.price_per_mibps_month,
+        saves_per_wake=None if price_per_node_hour is None else round(replicas * price_per_node_hour * saved / 3600, 2),
+    )
+
+
+def expected(settings: StackSettings, *, image_ref: str, price_per_node_hour: float | None) -> ColdStart | None:
+    """The cold start of a wake to the stack's most replicas; None for a stack that never serves."""
+    replicas = settings.max_replicas
+    if replicas == 0:
+        return None
+    return ColdStart(
+        replicas=replicas,
+        node=node_provisioning(settings),
+        image=image(settings, image_ref),
+        weights=weights(settings.cache, replicas),
+        compile_cold=Figure(COMPILE_COLD_SECONDS, COMPILE_COLD_SOURCE),
+        compile_warm=Figure(COMPILE_WARM_SECONDS, COMPILE_WARM_SOURCE)
+        if compile_cache_enabled(settings.serving)
+        else Figure(COMPILE_COLD_SECONDS, "the compile cache is off (VLLM_DISABLE_COMPILE_CACHE): every wake compiles"),
+        price_per_node_hour=price_per_node_hour,
+        sizing=sizing(settings.cache, replicas, price_per_node_hour),
+    )

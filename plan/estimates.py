@@ -1,0 +1,171 @@
+"""Throughput and cost estimates from the reference measurements (docs/reference.md).
+
+They hold only for the reference model, serving profile and workload; for
+anything else the estimate says that no reference figure exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import pairwise
+
+from config.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings, quantity
+from plan.cold_start_estimate import ColdStart
+
+# Measured total tokens/s (input + output) by node count, ClusterIP routing.
+MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
+# Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
+MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
+# The load the measurements were taken at: ~2,000 concurrent requests per node.
+MEASURED_CONCURRENCY_PER_NODE = 2000
+CLUSTER_FEE_PER_HOUR = 0.10
+# List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
+# set capacity.pricePerNodeHour to estimate it.
+LIST_PRICE_PER_NODE_HOUR: dict[str, float] = {"spot": 32.61, "reservation": 88.93}
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class Estimate:
+    tokens_per_second: int | None
+    cost_per_hour: float | None
+    dollars_per_million_tokens: float | None
+    basis: str
+    # With autoscaling: the cost per hour at the fewest and the most replicas.
+    cost_range: tuple[float | None, float | None] | None = None
+    # What stays and bills with no replica running, per hour.
+    idle: tuple[tuple[str, float], ...] = ()
+    # A wake to the most replicas: its phases and what it costs before the first token.
+    cold_start: ColdStart | None = None
+
+    def as_output(self) -> dict[str, object]:
+        figures: dict[str, object] = {
+            "tokensPerSecond": self.tokens_per_second,
+            "costPerHour": self.cost_per_hour,
+            "dollarsPerMillionTokens": self.dollars_per_million_tokens,
+            "basis": self.basis,
+        }
+        if self.cost_range is not None:
+            figures["costPerHourRange"] = {"fewest": self.cost_range[0], "most": self.cost_range[1]}
+        if self.idle:
+            figures["whenIdle"] = {
+                "costPerHour": round(sum(cost for _, cost in self.idle), 2),
+                "keeps": {item: round(cost, 4) for item, cost in self.idle},
+            }
+        if self.cold_start is not None:
+            figures["coldStart"] = self.cold_start.as_output()
+        return figures
+
+
+def _interpolate(table: dict[int, float], nodes: int) -> tuple[float, bool]:
+    """The table's value at ``nodes``, linear between measured points; True when outside them."""
+    points = sorted(table)
+    if nodes <= points[0]:
+        return table[points[0]], nodes < points[0]
+    if nodes >= points[-1]:
+        return table[points[-1]], nodes > points[-1]
+    for low, high in pairwise(points):
+        if low <= nodes <= high:
+            share = (nodes - low) / (high - low)
+            return table[low] + share * (table[high] - table[low]), False
+    raise AssertionError("unreachable: nodes lies between the table's points")
+
+
+def scaling_efficiency(nodes: int) -> tuple[float, bool]:
+    per_node = MEASURED_TOKENS_PER_SECOND[1]
+    efficiency = {n: total / (n * per_node) for n, total in MEASURED_TOKENS_PER_SECOND.items()}
+    return _interpolate(efficiency, nodes)
+
+
+def price_per_node_hour(capacity: CapacitySettings) -> float | None:
+    """The configured price, else the list price of the preferred step."""
+    if capacity.price_per_node_hour is not None:
+        return capacity.price_per_node_hour
+    return LIST_PRICE_PER_NODE_HOUR.get(capacity.steps[0])
+
+
+def unmeasured_reason(settings: StackSettings) -> str | None:
+    """Why no reference figure applies, or None when one does."""
+    if settings.model.id != ModelSettings().id:
+        return f"model {settings.model.id} was not measured"
+    if settings.workload != WorkloadSettings():
+        return "workload differs from the reference (input 1024, output 512, range 0.5)"
+    engine = settings.serving.model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"})
+    if engine != ServingProfile().model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"}):
+        return "serving profile differs from the reference flags"
+    return None
+
+
+def idle_bill(settings: StackSettings) -> list[tuple[str, float]]:
+    """What a stack keeps, and bills per hour, with no replica running: the cluster and every disk and snapshot.
+
+    The cache's writable disk is released once its snapshot is ready, so the read-only
+    disk and the snapshot are what stays; the snapshot is counted at the disk's size,
+    an upper bound of what it stores.
+    """
+    bill = [("cluster fee", CLUSTER_FEE_PER_HOUR)]
+    cache = settings.cache
+    if cache.enabled:
+        disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
+        bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH))
+        bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH))
+    if settings.routing == "gateway":
+        bill.extend(gateway_bill(settings))
+    return bill
+
+
+def gateway_bill(settings: StackSettings) -> list[tuple[str, float]]:
+    """Gateway routing's own bill per hour: the endpoint picker's Pods and the load balancer, both kept at zero replicas."""
+    gateway = settings.gateway
+    cpu = float(quantity(gateway.endpoint_picker_cpu))
+    gib = float(quantity(gateway.endpoint_picker_memory)) / 2**30
+    picker = gateway.endpoint_picker_replicas * (cpu * gateway.price_per_vcpu_hour + gib * gateway.price_per_gib_hour)
+    balancer = "internal Application Load Balancer" if gateway.exposure == "internal" else "regional external Application Load Balancer"
+    return [("endpoint picker (Autopilot Pods)", picker), (balancer, gateway.load_balancer_price_per_hour)]
+
+
+def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | None:
+    """``nodes`` (default: the stack's) at the capacity's price, plus what the stack keeps; None without a price."""
+    nodes = settings.nodes if nodes is None else nodes
+    price = price_per_node_hour(settings.capacity)
+    if nodes and price is None:
+        return None
+    gpu = nodes * (price or 0.0)
+    return round(gpu + sum(cost for _, cost in idle_bill(settings)), 2)
+
+
+def estimate(settings: StackSettings, *, scaled_to_zero: bool) -> Estimate:
+    """The figures at ``nodes`` (autoscaled from 0: at the most replicas); with autoscaling also the cost at the fewest and most.
+
+    Whether the stack is scaled to zero is the plan's decision (plan/stack.py), not made here.
+    """
+    figures = replace(_estimate(settings, scaled_to_zero), idle=tuple(idle_bill(settings)))
+    if not settings.autoscaling.enabled:
+        return figures
+    cost_range = (cost_per_hour(settings, settings.autoscaling.min_replicas), cost_per_hour(settings, settings.max_replicas))
+    return replace(figures, cost_range=cost_range)
+
+
+def _estimate(settings: StackSettings, scaled_to_zero: bool) -> Estimate:
+    # Autoscaled from 0 replicas: the figures of a batch at the most replicas.
+    nodes = 0 if scaled_to_zero else settings.nodes or settings.max_replicas
+    cost = cost_per_hour(settings, nodes)
+    price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
+    if scaled_to_zero:
+        return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
+    unmatched = unmeasured_reason(settings)
+    if unmatched is not None:
+        return Estimate(None, cost, None, f"no reference figure: {unmatched}" + price_note)
+    efficiency, extrapolated = scaling_efficiency(nodes)
+    tokens = MEASURED_TOKENS_PER_SECOND[1] * nodes * efficiency
+    plural = "s" if nodes > 1 else ""
+    basis = f"reference: {MEASURED_TOKENS_PER_SECOND[1]:,.0f} tok/s per node x {efficiency:.1%} scaling efficiency at {nodes} node{plural}"
+    if settings.routing == "gateway":
+        overhead, outside = _interpolate(MEASURED_GATEWAY_OVERHEAD, nodes)
+        tokens *= 1 - overhead
+        extrapolated = extrapolated or outside
+        basis += f", minus {overhead:.0%} Inference Gateway overhead"
+    if extrapolated:
+        basis += " (extrapolated beyond the measured node counts)"
+    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
+    return Estimate(round(tokens), cost, per_million, basis + price_note)

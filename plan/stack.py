@@ -1,0 +1,586 @@
+"""The stack's plan: its settings turned into one narrow spec per component.
+
+Everything two components must agree on is decided here, once: the labels
+that pick the replica pods, where GPU pods land, which claim and folder hold
+the weights, and whether the stack is scaled to zero. Components receive only
+their own spec, so their signatures say what they may touch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import assert_never
+
+from config.settings import (
+    GPU_TYPE,
+    AutoscalingSettings,
+    BatchSettings,
+    BenchmarkSettings,
+    CacheSettings,
+    CapacitySettings,
+    DrainSettings,
+    GatewaySettings,
+    ModelSettings,
+    ObservabilitySettings,
+    ServingProfile,
+    StackSettings,
+    WorkloadSettings,
+)
+from facts import gke
+from plan.batch_sizing import runner_workers
+from plan.cold_start_estimate import ColdStart, compile_cache_enabled, expected
+from plan.estimates import Estimate, estimate, price_per_node_hour
+
+REPLICAS = "vllm"
+# The ComputeClass of fallback mode.
+FALLBACK_CLASS = "a4-fallback"
+CACHE_FOLDER = "/models"
+# Secondary ranges of the node subnet, named by the network and used by the cluster.
+POD_RANGE = "pods"
+SERVICE_RANGE = "services"
+
+
+# The upstream registries the stack mirrors, by host, and the remote repository of each.
+UPSTREAMS = {"docker.io": "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+
+
+def registry_prefix(settings: StackSettings, host: str = "docker.io") -> str | None:
+    """Where the stack's Artifact Registry remote repository serves ``host``'s images, if it has one."""
+    if not settings.registry.enabled:
+        return None
+    return f"{settings.region}-docker.pkg.dev/{settings.project}/{UPSTREAMS[host]}"
+
+
+def pulled_from(image: str, settings: StackSettings) -> str:
+    """An image as the nodes pull it: through the remote repository of its registry when there is one.
+
+    Docker Hub names have no host (``library/`` for official images); other hosts are mirrored
+    when listed in UPSTREAMS, else the image stays as it is.
+    """
+    first, _, rest = image.partition("/")
+    names_host = bool(rest) and ("." in first or ":" in first or first == "localhost")
+    host, path = (first, rest) if names_host else ("docker.io", image if rest else f"library/{image}")
+    prefix = registry_prefix(settings, host) if host in UPSTREAMS else None
+    return f"{prefix}/{path}" if prefix else image
+
+
+def stack_labels(stack: str, settings: StackSettings) -> dict[str, str]:
+    """The labels every labelled resource carries; the stack's own win."""
+    # Stack names may hold '.' or capitals; label values may not.
+    value = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
+    return {"app": "llm-serving", "managed-by": "pulumi", "stack": value, **settings.labels}
+
+
+def selector_labels(stack: str) -> dict[str, str]:
+    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
+    return {"app.kubernetes.io/name": REPLICAS, "app.kubernetes.io/instance": stack}
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """What a GPU pod carries to land on the selected A4 capacity."""
+
+    mode: str
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+    # Spot caps a pod's termination grace, including a pod a ComputeClass places on Spot.
+    may_run_on_spot: bool = False
+
+
+def _reservation_selector(capacity: CapacitySettings) -> dict[str, str]:
+    reservation = capacity.reservation
+    if reservation is None:
+        raise ValueError("capacity.reservation is required for reservation mode")
+    # Autopilot consumes only specific reservations.
+    selector = {gke.RESERVATION_NAME_LABEL: reservation.name, gke.RESERVATION_AFFINITY_LABEL: "specific"}
+    if reservation.project:
+        selector[gke.RESERVATION_PROJECT_LABEL] = reservation.project
+    return selector
+
+
+def scheduling(settings: StackSettings) -> Scheduling:
+    """The node selectors and tolerations of a GPU pod for the stack's capacity mode."""
+    capacity = settings.capacity
+    if capacity.mode == "fallback":
+        # The ComputeClass names the machine, GPUs and zone for every step;
+        # extra hard selectors would fight its fallback.
+        return Scheduling(capacity.mode, {gke.COMPUTE_CLASS_LABEL: FALLBACK_CLASS}, may_run_on_spot="spot" in capacity.steps)
+    selector = {gke.ACCELERATOR_LABEL: GPU_TYPE, gke.GPU_DRIVER_LABEL: "latest", gke.ZONE_LABEL: settings.zone}
+    tolerations: list[dict[str, str]] = []
+    if capacity.mode == "spot":
+        selector[gke.SPOT_LABEL] = "true"
+        tolerations.append({"key": gke.SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    elif capacity.mode == "flex-start":
+        selector[gke.FLEX_START_LABEL] = "true"
+        selector[gke.MAX_RUN_DURATION_LABEL] = str(capacity.flex_start.max_run_hours * 3600)
+    elif capacity.mode == "reservation":
+        selector.update(_reservation_selector(capacity))
+    else:
+        assert_never(capacity.mode)
+    return Scheduling(capacity.mode, selector, tolerations, may_run_on_spot=capacity.mode == "spot")
+
+
+# Autopilot gives a Spot pod at most 25 s of grace (docs/reference.md); of it, this
+# much goes to dropping the pod from endpoints before vLLM is told to stop.
+SPOT_GRACE_SECONDS = 25
+SPOT_PRE_STOP_SECONDS = 5
+# After vLLM's shutdown timeout, time for the process to exit before SIGKILL.
+EXIT_MARGIN_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class Drain:
+    """How a replica stops: a preStop pause, then vLLM's shutdown timeout, within the pod's grace."""
+
+    pre_stop_seconds: int
+    shutdown_timeout_seconds: int
+    grace_seconds: int
+
+
+def drain(settings: DrainSettings, placement: Scheduling) -> Drain:
+    """The configured drain, cut to fit Spot's grace when the pod may run on Spot."""
+    if not placement.may_run_on_spot:
+        total = settings.pre_stop_seconds + settings.shutdown_timeout_seconds + EXIT_MARGIN_SECONDS
+        return Drain(settings.pre_stop_seconds, settings.shutdown_timeout_seconds, total)
+    pre_stop = min(settings.pre_stop_seconds, SPOT_PRE_STOP_SECONDS)
+    return Drain(pre_stop, min(settings.shutdown_timeout_seconds, SPOT_GRACE_SECONDS - pre_stop), SPOT_GRACE_SECONDS)
+
+
+def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
+    """A Kubernetes name for one cache: the model revision on a disk of one size and throughput.
+
+    Changing any of them makes a new cache (a disk can neither shrink nor change
+    class in place); nothing else does.
+    """
+    # Short enough that "model-cache-<id>-writer" stays within 63 characters.
+    readable = re.sub(r"[^a-z0-9]+", "-", model.id.split("/")[-1].lower())[:32].strip("-")
+    key = f"{model.id}@{model.revision}/{cache.size_gi}Gi/{cache.throughput_mibps}Mi"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+@dataclass(frozen=True)
+class CacheNames:
+    """Names of the per-model objects; all derive from the cache's id."""
+
+    writer: str
+    download: str
+    snapshot: str
+    reader: str
+    release: str
+
+
+def cache_names(key: str) -> CacheNames:
+    return CacheNames(
+        writer=f"model-cache-{key}-writer",
+        download=f"model-download-{key}",
+        snapshot=f"model-cache-{key}",
+        reader=f"model-cache-{key}",
+        release=f"model-cache-{key}-release",
+    )
+
+
+@dataclass(frozen=True)
+class CacheMount:
+    """How a replica reads the weights: one claim, mounted read-only at ``folder``."""
+
+    claim: str
+    folder: str
+    model_path: str
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    key: str
+    names: CacheNames
+    namespace: str
+    zone: str
+    labels: dict[str, str]
+    model: ModelSettings
+    cache: CacheSettings
+    download_image: str
+    # A production stack protects the volume replicas read and its snapshot: a destroy stops at them.
+    protect: bool = False
+
+    @property
+    def mount(self) -> CacheMount:
+        return CacheMount(self.names.reader, CACHE_FOLDER, f"{CACHE_FOLDER}/{self.key}")
+
+
+# Where replicas mount the compile cache; vLLM keys its entries below it (docs/cold-start.md).
+COMPILE_CACHE_FOLDER = "/compile-cache"
+
+
+@dataclass(frozen=True)
+class CompileCacheMount:
+    """How a replica reaches the shared compile cache: a bucket through Cloud Storage FUSE, as its own identity."""
+
+    bucket: str
+    folder: str
+    service_account: str
+
+
+@dataclass(frozen=True)
+class CompileCacheSpec:
+    project: str
+    region: str
+    namespace: str
+    labels: dict[str, str]
+    # The Google account the replicas' Kubernetes service account acts as (Workload Identity).
+    account_id: str
+    mount: CompileCacheMount
+
+
+def compile_cache_bucket(project: str, cluster: str) -> str:
+    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters
+    or hold "google", which Cloud Storage refuses (a project id cannot hold it)."""
+    name = f"{project}-{cluster}-compile-cache"
+    if len(name) <= BUCKET_NAME_LENGTH and "google" not in cluster:
+        return name
+    return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    project: str
+    zone: str
+    labels: dict[str, str]
+    capacity: CapacitySettings
+    scheduling: Scheduling
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How an update replaces the replicas, and how many full cold starts it may take."""
+
+    max_surge: int
+    max_unavailable: int
+    rounds: int
+
+
+def rollout(settings: StackSettings) -> Rollout:
+    """Rounds of ``rollout.parallelism`` replicas, keeping one serving unless the stack says otherwise.
+
+    The fewest replicas a rollout may meet decide how many may go at once: the node
+    count, or with autoscaling the fewest replicas that serve at all.
+    """
+    fewest = max(settings.autoscaling.min_replicas, 1) if settings.autoscaling.enabled else settings.nodes
+    parallelism = settings.rollout.parallelism
+    if not settings.rollout.keep_serving:
+        surge, unavailable = 0, parallelism
+    elif fewest >= 2:
+        surge, unavailable = 0, min(parallelism, fewest - 1)
+    else:
+        # One replica: a new one starts on a second node before the old stops (one extra node for a cold start).
+        surge, unavailable = 1, 0
+    return Rollout(surge, unavailable, math.ceil(max(settings.max_replicas, 1) / (surge + unavailable)))
+
+
+@dataclass(frozen=True)
+class ReplicasSpec:
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+    replicas: int
+    image: str
+    # The autoscaler owns the replica count; `replicas` is only the count at creation.
+    autoscaled: bool
+    rollout: Rollout
+    profile: ServingProfile
+    model: ModelSettings
+    scheduling: Scheduling
+    drain: Drain
+    cache: CacheMount | None
+    compile_cache: CompileCacheMount | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.name}.{self.namespace}.svc.cluster.local:{self.profile.port}/v1"
+
+
+# vLLM's own queue metrics (vllm/v1/metrics/loggers.py, v0.18.1): one series per
+# data-parallel engine, so a replica's value is the sum over its engines.
+QUEUE_METRIC = "vllm:num_requests_waiting"
+RUNNING_METRIC = "vllm:num_requests_running"
+
+
+@dataclass(frozen=True)
+class AutoscalingSpec:
+    project: str
+    namespace: str
+    labels: dict[str, str]
+    deployment: str
+    settings: AutoscalingSettings
+    min_replicas: int
+    max_replicas: int
+    # KEDA's registry (ghcr.io) as the nodes reach it.
+    image_registry: str
+    # Time a new replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_seconds: int
+    # The batch bucket whose waiting inputs wake the replicas, when the stack runs batches.
+    batch_bucket: str | None = None
+
+
+@dataclass(frozen=True)
+class GatewaySpec:
+    namespace: str
+    labels: dict[str, str]
+    gateway: GatewaySettings
+    pool_selector: dict[str, str]
+    port: int
+    cluster_minor: int
+    # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
+    serving: bool
+    # The endpoint picker's registry (registry.k8s.io) as the nodes reach it.
+    image_registry: str = "registry.k8s.io"
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    namespace: str
+    labels: dict[str, str]
+    benchmark: BenchmarkSettings
+    workload: WorkloadSettings
+    model: ModelSettings
+    nodes: int
+    image: str
+    # The replicas' zone: clients elsewhere would cross zones, skew latency and bill egress.
+    zone: str
+
+
+# Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
+# (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
+BUCKET_NAME_LENGTH = 63
+
+
+def batch_bucket_name(project: str, stack: str) -> str:
+    """``<project>-<stack>-batch``; a stack name too long or not a bucket name's characters is hashed instead."""
+    readable = f"{project}-{stack}-batch"
+    # Bucket names may not contain "google" (same page).
+    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and "google" not in stack:
+        return readable
+    return f"{project}-{hashlib.sha256(stack.encode()).hexdigest()[:8]}-batch"
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    project: str
+    region: str
+    namespace: str
+    labels: dict[str, str]
+    bucket: str
+    settings: BatchSettings
+    # The runner's image (the cache's download image) as the nodes pull it.
+    image: str
+    # The replicas the runner sends to, reads the status of, and sizes its concurrency to.
+    deployment: str
+    serving_url: str
+    served_model: str
+    concurrency_per_replica: int
+    max_replicas: int
+    workers: int
+    poll_seconds: int
+    # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
+    price_per_replica_hour: float | None
+    estimated_usd_per_million_tokens: float | None
+    # The stack's expected cold start, phase by phase: a batch that wakes the stack reports against it.
+    expected_cold_start: ColdStart | None
+    # A production stack protects the bucket: a destroy stops at it.
+    protect: bool = False
+
+
+@dataclass(frozen=True)
+class ObservabilitySpec:
+    project: str
+    stack: str
+    namespace: str
+    labels: dict[str, str]
+    deployment: str
+    settings: ObservabilitySettings
+    gateway: bool
+    # What one Ready replica makes at the reference load, from the stack's own estimate, when a reference figure applies.
+    expected_tokens_per_replica: int | None
+    # Time a replica may take to become Ready (serving.coldStartMinutes).
+    cold_start_minutes: int
+    # Alerts are registered only while the stack may serve: none fire for a stack scaled to zero.
+    alerting: bool
+    # The batch runner's progress gets its own charts.
+    batch: bool = False
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    labels: dict[str, str]
+    scaled_to_zero: bool
+    # Production stacks protect what holds state (cluster, network, cache): `pulumi destroy` stops before deleting anything.
+    protect_state: bool
+    # Throughput and cost, on this plan's decision of whether the stack serves.
+    estimate: Estimate
+    capacity: CapacitySpec
+    replicas: ReplicasSpec
+    cache: CacheSpec | None
+    compile_cache: CompileCacheSpec | None
+    gateway: GatewaySpec | None
+    benchmark: BenchmarkSpec | None
+    autoscaling: AutoscalingSpec | None
+    observability: ObservabilitySpec | None
+    batch: BatchSpec | None = None
+
+
+def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
+    """The specs of every component the stack registers; None for those it does not."""
+    labels = stack_labels(stack, settings)
+    namespace = settings.cluster.namespace
+    # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
+    scaled_to_zero = settings.max_replicas == 0
+    figures = estimate(settings, scaled_to_zero=scaled_to_zero)
+    image = pulled_from(settings.serving.image, settings)
+    figures = replace(figures, cold_start=expected(settings, image_ref=image, price_per_node_hour=price_per_node_hour(settings.capacity)))
+    serving_nodes = settings.nodes or settings.max_replicas
+    placement = scheduling(settings)
+    bucket = batch_bucket_name(settings.project, labels["stack"]) if settings.batch.enabled else None
+    cache: CacheSpec | None = None
+    if settings.cache.enabled:
+        key = cache_id(settings.model, settings.cache)
+        cache = CacheSpec(
+            key,
+            cache_names(key),
+            namespace,
+            settings.zone,
+            labels,
+            settings.model,
+            settings.cache,
+            pulled_from(settings.cache.download_image, settings),
+            protect=settings.production,
+        )
+    compile_cache = (
+        CompileCacheSpec(
+            project=settings.project,
+            region=settings.region,
+            namespace=namespace,
+            labels=labels,
+            account_id=f"{settings.cluster.name}-compile"[:30].rstrip("-"),
+            mount=CompileCacheMount(compile_cache_bucket(settings.project, settings.cluster.name), COMPILE_CACHE_FOLDER, REPLICAS),
+        )
+        if compile_cache_enabled(settings.serving)
+        else None
+    )
+    autoscaling = (
+        AutoscalingSpec(
+            project=settings.project,
+            namespace=namespace,
+            labels=labels,
+            deployment=REPLICAS,
+            settings=settings.autoscaling,
+            min_replicas=settings.autoscaling.min_replicas,
+            max_replicas=settings.max_replicas,
+            image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
+            cold_start_seconds=settings.serving.cold_start_minutes * 60,
+            batch_bucket=bucket,
+        )
+        if settings.autoscaling.enabled
+        else None
+    )
+    replicas = ReplicasSpec(
+        name=REPLICAS,
+        namespace=namespace,
+        labels=labels,
+        selector=selector_labels(stack),
+        replicas=settings.nodes,
+        image=image,
+        autoscaled=autoscaling is not None,
+        rollout=rollout(settings),
+        profile=settings.serving,
+        model=settings.model,
+        scheduling=placement,
+        drain=drain(settings.drain, placement),
+        cache=cache.mount if cache else None,
+        compile_cache=compile_cache.mount if compile_cache else None,
+    )
+    gateway = (
+        GatewaySpec(
+            namespace,
+            labels,
+            settings.gateway,
+            replicas.selector,
+            settings.serving.port,
+            settings.cluster.minor,
+            not scaled_to_zero,
+            registry_prefix(settings, "registry.k8s.io") or "registry.k8s.io",
+        )
+        if settings.routing == "gateway"
+        else None
+    )
+    benchmark = (
+        BenchmarkSpec(
+            namespace,
+            labels,
+            settings.benchmark,
+            settings.workload,
+            settings.model,
+            settings.nodes,
+            pulled_from(settings.benchmark.image, settings),
+            settings.zone,
+        )
+        if settings.benchmark.enabled and settings.nodes > 0
+        else None
+    )
+    batch = (
+        BatchSpec(
+            project=settings.project,
+            region=settings.region,
+            namespace=namespace,
+            labels=labels,
+            bucket=bucket,
+            settings=settings.batch,
+            image=pulled_from(settings.cache.download_image, settings),
+            deployment=REPLICAS,
+            serving_url=replicas.url,
+            served_model=settings.model.public_name,
+            # Requests the autoscaler counts on per replica: sending that many per Ready replica
+            # keeps each busy without piling a queue on the first one Ready.
+            concurrency_per_replica=settings.autoscaling.requests_per_replica,
+            max_replicas=settings.max_replicas,
+            workers=runner_workers(settings.max_replicas),
+            poll_seconds=settings.autoscaling.poll_seconds,
+            price_per_replica_hour=price_per_node_hour(settings.capacity),
+            estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
+            expected_cold_start=figures.cold_start,
+            protect=settings.production,
+        )
+        if bucket is not None
+        else None
+    )
+    return StackPlan(
+        labels=labels,
+        scaled_to_zero=scaled_to_zero,
+        protect_state=settings.production,
+        estimate=figures,
+        capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
+        replicas=replicas,
+        cache=cache,
+        compile_cache=compile_cache,
+        gateway=gateway,
+        benchmark=benchmark,
+        autoscaling=autoscaling,
+        observability=ObservabilitySpec(
+            project=settings.project,
+            stack=stack,
+            namespace=namespace,
+            labels=labels,
+            deployment=REPLICAS,
+            settings=settings.observability,
+            gateway=gateway is not None,
+            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
+            cold_start_minutes=settings.serving.cold_start_minutes,
+            alerting=not scaled_to_zero,
+            batch=batch is not None,
+        )
+        if settings.observability.enabled
+        else None,
+        batch=batch,
+    )

@@ -1,0 +1,123 @@
+"""The expected cold start of a wake: each phase's figure, the sum, and what a wake costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from config.settings import StackSettings
+from plan.cold_start_estimate import (
+    COMPILE_COLD_SECONDS,
+    COMPILE_WARM_SECONDS,
+    IMAGE_PULLED_SECONDS,
+    IMAGE_STREAMED_SECONDS,
+    NODE_PROVISIONING_SECONDS,
+    WEIGHT_BYTES,
+    ColdStart,
+    image_streamed,
+)
+from plan.stack import plan_stack
+
+
+def wake(**values: Any) -> ColdStart:
+    settings = StackSettings.model_validate({"project": "example-project", **values})
+    cold_start = plan_stack(settings, "test").estimate.cold_start
+    assert cold_start is not None
+    return cold_start
+
+
+def test_a_wake_sums_node_image_weights_and_compile_with_a_cold_or_a_warm_cache() -> None:
+    cold_start = wake(nodes=1)
+    weights = WEIGHT_BYTES / (2400 * 2**20)
+    assert cold_start.weights.seconds == pytest.approx(weights)
+    base = NODE_PROVISIONING_SECONDS + IMAGE_STREAMED_SECONDS + weights
+    assert cold_start.seconds(warm=False) == pytest.approx(base + COMPILE_COLD_SECONDS)
+    assert cold_start.seconds(warm=True) == pytest.approx(base + COMPILE_WARM_SECONDS)
+
+
+def test_nodes_waking_together_share_the_caches_throughput() -> None:
+    one, twelve = wake(nodes=1), wake(nodes=12)
+    assert one.weights.seconds is not None and twelve.weights.seconds is not None
+    assert twelve.weights.seconds == pytest.approx(12 * one.weights.seconds)
+    doubled = wake(nodes=12, cache={"throughputMibps": 4800})
+    assert doubled.weights.seconds == pytest.approx(twelve.weights.seconds / 2)
+
+
+def test_a_wake_costs_every_node_for_the_whole_cold_start() -> None:
+    cold_start = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    for warm in (False, True):
+        seconds = cold_start.seconds(warm=warm)
+        assert seconds is not None
+        assert cold_start.cost(warm=warm) == pytest.approx(12 * 88.93 * seconds / 3600, abs=0.01)
+
+
+def test_an_autoscaled_stack_wakes_to_its_most_replicas() -> None:
+    assert wake(nodes=0, autoscaling={"enabled": True, "maxReplicas": 8}).replicas == 8
+
+
+def test_a_stack_that_never_serves_has_no_wake() -> None:
+    settings = StackSettings.model_validate({"project": "example-project", "nodes": 0})
+    assert plan_stack(settings, "test").estimate.cold_start is None
+
+
+def test_flex_start_has_no_figure_for_its_wait_so_no_total_and_no_cost() -> None:
+    cold_start = wake(capacity={"mode": "flex-start", "pricePerNodeHour": 40.0})
+    assert cold_start.node.seconds is None and "queue" in cold_start.node.source
+    assert cold_start.seconds(warm=True) is None and cold_start.cost(warm=True) is None
+
+
+def test_without_the_registry_the_image_is_pulled_whole() -> None:
+    assert wake().image.seconds == IMAGE_STREAMED_SECONDS
+    assert wake(registry={"enabled": False}).image.seconds == IMAGE_PULLED_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("image", "streamed"),
+    [
+        ("europe-west4-docker.pkg.dev/p/docker-hub/vllm/vllm-openai:v0.18.1", True),
+        ("us-central1-docker.pkg.dev/p/docker-hub/vllm/vllm-openai:v0.18.1", False),
+        ("vllm/vllm-openai:v0.18.1", False),
+        ("nvcr.io/nvidia/vllm:25.10", False),
+    ],
+)
+def test_only_artifact_registry_in_the_clusters_region_counts_as_streamed(image: str, streamed: bool) -> None:
+    assert image_streamed(image, "europe-west4") is streamed
+
+
+def test_without_the_cache_the_weights_have_no_figure() -> None:
+    cold_start = wake(cache={"enabled": False})
+    assert cold_start.weights.seconds is None and cold_start.seconds(warm=False) is None
+
+
+def test_a_cache_too_slow_for_the_wake_shows_the_throughput_that_fits_and_its_trade() -> None:
+    assert wake(nodes=1).sizing is None
+    twelve = wake(nodes=12, cache={"pricePerMibpsMonth": 0.1}, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    sizing = twelve.sizing
+    assert sizing is not None
+    assert sizing.throughput_mibps == 12 * 2400
+    assert sizing.weights.seconds == pytest.approx(wake(nodes=1).weights.seconds)
+    assert sizing.extra_per_month == pytest.approx((12 * 2400 - 2400) * 0.1)
+    assert twelve.weights.seconds is not None and sizing.weights.seconds is not None
+    saved = twelve.weights.seconds - sizing.weights.seconds
+    assert sizing.saves_per_wake == pytest.approx(12 * 88.93 * saved / 3600, abs=0.01)
+
+
+def test_with_the_compile_cache_off_every_wake_compiles() -> None:
+    cold_start = wake(serving={"env": {"VLLM_DISABLE_COMPILE_CACHE": "1"}})
+    assert cold_start.seconds(warm=True) == cold_start.seconds(warm=False)
+
+
+def test_the_sized_cache_says_how_many_wakes_a_month_pay_for_its_throughput() -> None:
+    # Prod's wake: 12 reserved nodes at $88.93 reading ~29 GB; Hyperdisk ML at $0.12 per MiB/s-month.
+    twelve = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    assert twelve.sizing is not None
+    extra = (12 * 2400 - 2400) * 0.12
+    saved_seconds = WEIGHT_BYTES / (200 * 2**20) - WEIGHT_BYTES / (2400 * 2**20)
+    saves = 12 * 88.93 * saved_seconds / 3600
+    output = twelve.sizing.as_output()
+    assert output["breakEvenWakesPerMonth"] == pytest.approx(extra / saves, rel=0.01)
+    free = wake(nodes=12, cache={"pricePerMibpsMonth": 0}, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    assert free.sizing is not None and free.sizing.as_output()["breakEvenWakesPerMonth"] == 0
+    unpriced = wake(nodes=12, capacity={"mode": "flex-start"})
+    assert unpriced.sizing is not None and unpriced.sizing.as_output()["breakEvenWakesPerMonth"] is None

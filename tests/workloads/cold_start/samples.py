@@ -1,0 +1,111 @@
+"""Samples of what one wake of a replica leaves behind, written from the formats of the programs that print them.
+
+Events (``kubectl get events -o json``, core/v1 Event):
+- FailedScheduling, Scheduled ``Successfully assigned %v/%v to %v``: kubernetes/kubernetes
+  pkg/scheduler/schedule_one.go.
+- TriggeredScaleUp ``pod triggered scale-up: %v``: kubernetes/autoscaler
+  cluster-autoscaler/processors/status/eventing_scale_up_processor.go.
+- Pulling ``Pulling image %q``, Pulled ``Successfully pulled image %q in %v (%v including waiting).
+  Image size: %v bytes.``: kubernetes/kubernetes pkg/kubelet/images/image_manager.go; Created,
+  Started: pkg/kubelet/kuberuntime/kuberuntime_container.go.
+- ImageStreaming: GKE's image-streaming page (cloud.google.com/kubernetes-engine/docs/how-to/image-streaming).
+
+vLLM 0.18.1 (sdist sha256 8d18eff1..., see facts/data/vllm/0.18.1.yaml), format
+``%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`` with date ``%m-%d %H:%M:%S``
+(vllm/logger.py), each process's lines prefixed ``(<name> pid=<pid>) `` (vllm/utils/system_utils.py):
+- ``Model loading took %s GiB memory and %.6f seconds``: vllm/v1/worker/gpu_model_runner.py:4567
+- ``torch.compile took %.2f s in total``: vllm/compilation/monitor.py:20
+- ``Directly load AOT compilation from path %s``: vllm/compilation/decorators.py:296
+- ``Graph capturing finished in %.0f secs, took %.2f GiB``: vllm/v1/worker/gpu_model_runner.py:5747
+- ``Starting vLLM server on %s``: vllm/entrypoints/openai/api_server.py:580
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAMESPACE = "llm-serving"
+IMAGE = "europe-west4-docker.pkg.dev/my-project/docker-hub/vllm/vllm-openai:v0.18.1"
+EARLIER_POD = "vllm-7d9f8c6b5-aaaaa"
+POD = "vllm-7d9f8c6b5-x2k9p"
+
+
+def event(pod: str, reason: str, message: str, at: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "involvedObject": {"kind": "Pod", "name": pod, "namespace": NAMESPACE},
+        "reason": reason,
+        "message": message,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+        "type": "Normal",
+    }
+
+
+def wake_events(pod: str = POD, *, day: str = "2026-11-23", streamed: bool = True) -> list[dict[str, Any]]:
+    node = "gk3-llm-serving-nap-1a2b3c4d-5e6f"
+    group = "https://www.googleapis.com/compute/v1/projects/my-project/zones/europe-west4-b/instanceGroups/gk3-llm-serving-nap-1a2b3c4d-grp"
+    events = [
+        event(pod, "FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", f"{day}T12:00:00Z"),
+        event(pod, "TriggeredScaleUp", f"pod triggered scale-up: [{{{group} 0->1 (max: 1000)}}]", f"{day}T12:00:09Z"),
+        event(pod, "Scheduled", f"Successfully assigned {NAMESPACE}/{pod} to {node}", f"{day}T12:05:31Z"),
+        event(pod, "Pulling", f'Pulling image "{IMAGE}"', f"{day}T12:05:40Z"),
+        event(
+            pod,
+            "Pulled",
+            f'Successfully pulled image "{IMAGE}" in 1.812s (1.812s including waiting). Image size: 9213249221 bytes.'
+            if streamed
+            else f'Successfully pulled image "{IMAGE}" in 1m9.312s (1m9.4s including waiting). Image size: 9213249221 bytes.',
+            f"{day}T12:05:42Z" if streamed else f"{day}T12:06:49Z",
+        ),
+        event(pod, "Created", "Created container: vllm", f"{day}T12:05:44Z" if streamed else f"{day}T12:06:51Z"),
+        event(pod, "Started", "Started container vllm", f"{day}T12:05:45Z" if streamed else f"{day}T12:06:52Z"),
+    ]
+    if streamed:
+        events.append(event(pod, "ImageStreaming", f"Image {IMAGE} is backed by image streaming.", f"{day}T12:05:42Z"))
+    return events
+
+
+def events_list(*pods_events: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": [e for events in pods_events for e in events]}
+
+
+def vllm_line(at: str, process: str, source: str, message: str) -> str:
+    """One line as `kubectl logs --timestamps` shows it: RFC 3339 time, vLLM's process prefix, its format."""
+    own = f"{at[5:7]}-{at[8:10]} {at[11:19]}"
+    return f"{at} ({process}) INFO {own} [{source}] {message}"
+
+
+API, DP0, DP1 = "APIServer pid=1", "EngineCore_DP0 pid=412", "EngineCore_DP1 pid=413"
+LOADED = "Model loading took 28.61 GiB memory and {} seconds"
+CAPTURED = "Graph capturing finished in {} secs, took 3.12 GiB"
+SERVING = "Starting vLLM server on http://0.0.0.0:8000"
+
+# A cold compile cache: two of the eight engines shown; DP1 is the slower one each time.
+COLD_LOG = "\n".join(
+    [
+        vllm_line("2026-11-23T12:05:52.104Z", API, "utils.py:233", "non-default args: {'model': '/models/qwen3-5-27b-fp8-1a2b3c4d'}"),
+        vllm_line("2026-11-23T12:06:37.410Z", DP0, "gpu_model_runner.py:4566", LOADED.format("39.204113")),
+        vllm_line("2026-11-23T12:06:41.007Z", DP1, "gpu_model_runner.py:4566", LOADED.format("43.118870")),
+        vllm_line("2026-11-23T12:11:52.530Z", DP0, "monitor.py:48", "torch.compile took 301.52 s in total"),
+        vllm_line("2026-11-23T12:12:05.882Z", DP1, "monitor.py:48", "torch.compile took 318.40 s in total"),
+        vllm_line("2026-11-23T12:13:01.650Z", DP0, "gpu_model_runner.py:5745", CAPTURED.format(38)),
+        vllm_line("2026-11-23T12:13:20.019Z", DP1, "gpu_model_runner.py:5745", CAPTURED.format(41)),
+        vllm_line("2026-11-23T12:13:31.224Z", API, "api_server.py:580", SERVING),
+        vllm_line("2026-11-23T12:13:31.230Z", API, "launcher.py:37", "Available routes are:"),
+    ]
+)
+
+# A later wake that found the compile cache (torch 2.10's AOT path).
+CACHE = "/compile-cache/torch_compile_cache/torch_aot_compile/3f9c0a5e7b"
+WARM_LOG = "\n".join(
+    [
+        vllm_line("2026-11-23T12:06:37.410Z", DP0, "gpu_model_runner.py:4566", LOADED.format("39.204113")),
+        vllm_line("2026-11-23T12:06:49.802Z", DP0, "decorators.py:296", f"Directly load AOT compilation from path {CACHE}/rank_0_0/model"),
+        vllm_line("2026-11-23T12:06:49.990Z", DP0, "monitor.py:48", "torch.compile took 12.40 s in total"),
+        vllm_line("2026-11-23T12:07:31.650Z", DP0, "gpu_model_runner.py:5745", CAPTURED.format(37)),
+        vllm_line("2026-11-23T12:07:40.224Z", API, "api_server.py:580", SERVING),
+    ]
+)

@@ -1,0 +1,150 @@
+"""The startup-phase parser, on samples written from Kubernetes' and vLLM 0.18.1's own formats (tests/workloads/cold_start/samples.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from ops.cold_start import main
+from render.engine import reveal
+from tests.conftest import rendered
+from tests.workloads.cold_start import samples
+from workloads.cold_start.phases import MeasureError, against_expected, go_duration, measure
+
+
+def at(text: str, stamp: str) -> datetime:
+    """The time of the sample line or event that contains ``text``."""
+    for line in text.splitlines():
+        if stamp in line:
+            return datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00"))
+    raise AssertionError(f"{stamp!r} not in the sample")
+
+
+def event_time(events: list[dict[str, object]], reason: str) -> datetime:
+    return datetime.fromisoformat(str(next(e for e in events if e["reason"] == reason)["firstTimestamp"]).replace("Z", "+00:00"))
+
+
+def test_a_cold_wake_splits_into_node_image_weights_compile_and_ready() -> None:
+    events = samples.wake_events()
+    breakdown = measure(samples.events_list(events), samples.COLD_LOG.splitlines())
+    phases = dict(breakdown.phases())
+    pending, scheduled, started = (event_time(events, r) for r in ("FailedScheduling", "Scheduled", "Started"))
+    # Each vLLM step ends at the slowest engine's line (DP1 in the sample).
+    loaded = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:06:41")
+    captured = at(samples.COLD_LOG, "Graph capturing finished in 41 secs")
+    serving = at(samples.COLD_LOG, "Starting vLLM server on")
+    assert phases == {
+        "node provisioned": (scheduled - pending).total_seconds(),
+        "image pulled or streamed": (started - scheduled).total_seconds(),
+        "weights loaded": (loaded - started).total_seconds(),
+        "compile and CUDA graph capture": (captured - loaded).total_seconds(),
+        "ready": (serving - captured).total_seconds(),
+    }
+    assert breakdown.total_seconds == (serving - pending).total_seconds()
+    assert breakdown.compile_cache_hit is False
+    assert breakdown.engine_seconds == {"weights": 43.11887, "torch.compile": 318.4, "CUDA graph capture": 41.0}
+
+
+def test_a_streamed_image_and_the_kubelets_own_pull_time_are_reported() -> None:
+    streamed = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    pulled = measure(samples.events_list(samples.wake_events(streamed=False)), samples.COLD_LOG.splitlines())
+    assert (streamed.streamed, streamed.pull_seconds) == (True, 1.812)
+    assert (pulled.streamed, pulled.pull_seconds) == (False, 69.312)
+    slow, fast = (dict(b.phases())["image pulled or streamed"] for b in (pulled, streamed))
+    assert slow is not None and fast is not None and slow > fast
+
+
+def test_a_wake_that_found_the_compile_cache_says_so() -> None:
+    breakdown = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
+    assert breakdown.compile_cache_hit is True
+    cold = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    warm_compile, cold_compile = (dict(b.phases())["compile and CUDA graph capture"] for b in (breakdown, cold))
+    assert warm_compile is not None and cold_compile is not None and warm_compile < cold_compile
+
+
+def test_without_kubectl_timestamps_vllms_own_stamps_take_the_year_of_the_events() -> None:
+    bare = [re.sub(r"^\S+ ", "", line) for line in samples.COLD_LOG.splitlines()]
+    with_stamps = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    without = measure(samples.events_list(samples.wake_events()), bare)
+    # vLLM's stamp has whole seconds only.
+    for (name, seconds), (_, rounded) in zip(with_stamps.phases(), without.phases(), strict=True):
+        assert seconds is not None and rounded is not None
+        assert abs(seconds - rounded) < 1.0, name
+
+
+def test_by_default_the_pod_that_started_last_is_measured() -> None:
+    earlier = samples.wake_events(samples.EARLIER_POD, day="2026-11-22")
+    breakdown = measure(samples.events_list(earlier, samples.wake_events()), samples.COLD_LOG.splitlines())
+    assert breakdown.pod == samples.POD
+    chosen = measure(samples.events_list(earlier, samples.wake_events()), samples.COLD_LOG.splitlines(), pod=samples.EARLIER_POD)
+    assert chosen.steps["pending"].day == 22
+
+
+def test_only_the_replicas_deployments_own_pods_are_measured_not_its_namesakes() -> None:
+    # A Deployment's pods are <deployment>-<pod-template-hash>-<5 characters> (kubernetes/kubernetes
+    # pkg/controller/deployment/sync.go; apiserver's names.SimpleNameGenerator). The gateway's endpoint
+    # picker, Deployment vllm-epp, starts its pods in the same wake, here after the replica.
+    picker = "vllm-epp-5c8d7f9b4-q7w2z"
+    later = [{**e, "firstTimestamp": "2026-11-23T12:06:10Z"} for e in samples.wake_events(picker)]
+    events = samples.events_list(samples.wake_events(), later)
+    assert measure(events, samples.COLD_LOG.splitlines()).pod == samples.POD
+
+
+def test_a_step_missing_from_the_input_leaves_its_phases_open() -> None:
+    events = [e for e in samples.wake_events() if e["reason"] != "Scheduled"]
+    phases = dict(measure(samples.events_list(events), samples.COLD_LOG.splitlines()).phases())
+    assert phases["node provisioned"] is None and phases["image pulled or streamed"] is None
+    assert phases["weights loaded"] is not None
+
+
+@pytest.mark.parametrize(
+    ("events", "log", "says"),
+    [
+        ([], samples.COLD_LOG, "no Started event of a pod named vllm-"),
+        (samples.wake_events(), "INFO 11-23 12:00:00 [x.py:1] unrelated", "no vLLM startup line"),
+    ],
+)
+def test_input_without_a_cold_start_is_refused_clearly(events: list[dict[str, object]], log: str, says: str) -> None:
+    with pytest.raises(MeasureError, match=says):
+        measure(samples.events_list(events), log.splitlines())
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("1.812s", 1.812), ("1m9.312s", 69.312), ("850ms", 0.85), ("2h0m1s", 7201.0)])
+def test_go_durations_as_the_kubelet_prints_them(text: str, seconds: float) -> None:
+    assert go_duration(text) == pytest.approx(seconds)
+
+
+def test_the_command_prints_the_breakdown_from_saved_kubectl_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "events.json").write_text(json.dumps(samples.events_list(samples.wake_events())))
+    (tmp_path / "vllm.log").write_text(samples.COLD_LOG)
+    assert main(["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log")]) == 0
+    table = capsys.readouterr().out
+    assert f"cold start of {samples.POD}" in table
+    assert "image streamed (kubelet: 1.8 s); compile cache miss (compiled)" in table
+    assert main(["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log"), "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert output["pod"] == samples.POD and output["imageStreamed"] is True
+    assert main(["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log"), "--pod", "vllm-none"]) == 2
+    assert "no event of pod vllm-none" in capsys.readouterr().err
+
+
+def test_a_measured_wake_reads_against_the_stacks_own_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    estimates = reveal(rendered("dev").outputs)["estimates"]
+    phases = estimates["coldStart"]["phases"]
+    cold = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    warm = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
+    cold_rows = {name: (measured, expected) for name, measured, expected in against_expected(cold, estimates["coldStart"])}
+    assert cold_rows["node provisioned"] == (dict(cold.phases())["node provisioned"], phases["nodeProvisioning"]["seconds"])
+    assert cold_rows["compile, CUDA graphs and ready"][1] == phases["compileColdCache"]["seconds"]
+    warm_rows = {name: expected for name, _, expected in against_expected(warm, estimates["coldStart"])}
+    assert warm_rows["compile, CUDA graphs and ready"] == phases["compileWarmCache"]["seconds"]
+    (tmp_path / "events.json").write_text(json.dumps(samples.events_list(samples.wake_events())))
+    (tmp_path / "vllm.log").write_text(samples.COLD_LOG)
+    (tmp_path / "estimates.json").write_text(json.dumps(estimates))
+    files = ["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log")]
+    assert main([*files, "--estimates", str(tmp_path / "estimates.json")]) == 0
+    assert "against the estimate of a wake to 1 replica(s):" in capsys.readouterr().out

@@ -1,0 +1,90 @@
+"""The release script, run for real against an HTTP server on 127.0.0.1 that answers as the API server would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from components.model_cache import RELEASE_SCRIPT
+from workloads.cache_release import release
+
+CLAIMS = "/api/v1/namespaces/llm-serving/persistentvolumeclaims/"
+
+
+class _ApiServer(BaseHTTPRequestHandler):
+    existing: ClassVar[set[str]] = set()
+    calls: ClassVar[list[tuple[str, str, str]]] = []
+
+    def do_DELETE(self) -> None:
+        self.calls.append((self.command, self.path, self.headers.get("Authorization", "")))
+        if self.headers.get("Authorization") != "Bearer job-token":
+            self._answer(403)
+        elif self.path.startswith(CLAIMS) and self.path.removeprefix(CLAIMS) in self.existing:
+            self.existing.discard(self.path.removeprefix(CLAIMS))
+            self._answer(200)
+        else:
+            self._answer(404)
+
+    def _answer(self, status: int) -> None:
+        body = b'{"kind": "Status"}'
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def api() -> Iterator[str]:
+    _ApiServer.existing = {"model-cache-x-writer"}
+    _ApiServer.calls = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
+    # shutdown() returns once serve_forever next looks at its flag: every 0.5 s by default, 50 ms here.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+def test_release_deletes_the_writable_claim_as_the_job_account(api: str) -> None:
+    said = release("llm-serving", "model-cache-x-writer", api=api, token="job-token", context=None)
+    assert "released llm-serving/model-cache-x-writer" in said
+    assert _ApiServer.calls == [("DELETE", CLAIMS + "model-cache-x-writer", "Bearer job-token")]
+    assert _ApiServer.existing == set()
+
+
+def test_a_second_run_finds_the_claim_gone_and_succeeds(api: str) -> None:
+    release("llm-serving", "model-cache-x-writer", api=api, token="job-token", context=None)
+    assert "already released" in release("llm-serving", "model-cache-x-writer", api=api, token="job-token", context=None)
+
+
+def test_a_refusal_fails_the_job(api: str) -> None:
+    with pytest.raises(Exception, match="403"):
+        release("llm-serving", "model-cache-x-writer", api=api, token="someone-else", context=None)
+
+
+def test_the_job_runs_the_script_file_as_it_is_committed(tmp_path: Path) -> None:
+    # The Job hands the file's text to `python3 -c`; it must run as a program with only the standard library.
+    completed = subprocess.run(
+        [sys.executable, "-I", "-c", RELEASE_SCRIPT, "llm-serving", "model-cache-x-writer"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1"},
+    )
+    # No service account is mounted here: it gets as far as reading the token.
+    assert completed.returncode != 0
+    assert "serviceaccount/token" in completed.stderr

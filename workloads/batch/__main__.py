@@ -1,0 +1,73 @@
+"""``python -m workloads.batch run``: the runner in the cluster (an operator submits with ``python -m ops.batch_submit``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+
+import google.cloud.storage as storage
+from prometheus_client import start_http_server
+from prometheus_client.registry import CollectorRegistry
+
+from workloads.batch import layout
+from workloads.batch.metrics import Progress, ProgressCollector
+from workloads.batch.replicas import DeploymentApi
+from workloads.batch.runner import RunnerSettings, count_waiting, run_waiting
+
+
+def _optional_float(environ: dict[str, str], name: str) -> float | None:
+    value = environ.get(name)
+    return float(value) if value else None
+
+
+def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
+    """The runner's settings from the environment its pod template sets (names in workloads.batch.layout)."""
+    missing = [name for name in (layout.ENV_BUCKET, layout.ENV_SERVING_URL, layout.ENV_CONCURRENCY_PER_REPLICA) if not environ.get(name)]
+    if missing:
+        raise SystemExit(f"batch run: set {', '.join(missing)} in the runner's environment")
+    return RunnerSettings(
+        bucket=environ[layout.ENV_BUCKET],
+        serving_url=environ[layout.ENV_SERVING_URL],
+        concurrency_per_replica=int(environ[layout.ENV_CONCURRENCY_PER_REPLICA]),
+        served_model=environ.get(layout.ENV_SERVED_MODEL) or None,
+        api_key=environ.get(layout.ENV_API_KEY) or None,
+        workers=int(environ.get(layout.ENV_WORKERS) or 1),
+        price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),
+        estimated_usd_per_million_tokens=_optional_float(environ, layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS),
+        expected_cold_start=json.loads(environ[layout.ENV_EXPECTED_COLD_START]) if environ.get(layout.ENV_EXPECTED_COLD_START) else None,
+    )
+
+
+def run(once: bool) -> None:
+    settings = settings_from_env(dict(os.environ))
+    deployment = DeploymentApi.in_cluster(os.environ[layout.ENV_NAMESPACE], os.environ[layout.ENV_REPLICAS_DEPLOYMENT])
+    progress = Progress()
+    registry = CollectorRegistry()
+    registry.register(ProgressCollector(progress))
+    start_http_server(int(os.environ.get(layout.ENV_METRICS_PORT) or layout.METRICS_PORT), registry=registry)
+    client = storage.Client()
+    while True:
+        progress.waiting_files.value = count_waiting(settings, client)
+        run_waiting(settings, client, deployment, progress)
+        if once:
+            return
+        # KEDA scales the runner to zero once input/ is empty; until then, look again.
+        time.sleep(settings.poll_seconds)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workloads.batch")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_command = commands.add_parser("run", help="run waiting batches (in the cluster; settings from the environment)")
+    run_command.add_argument("--once", action="store_true", help="run what is waiting, then exit")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(args.once)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

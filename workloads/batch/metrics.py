@@ -1,0 +1,49 @@
+"""The runner's Prometheus metrics (names from workloads.batch.layout), shared by its worker processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from multiprocessing.sharedctypes import Synchronized
+from typing import cast
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from workloads.batch import layout
+
+
+def _shared() -> Synchronized[int]:
+    return cast("Synchronized[int]", multiprocessing.get_context("spawn").Value("q", 0))
+
+
+@dataclass
+class Progress:
+    """Counts in shared memory: worker processes add, the pod's one metrics endpoint reads."""
+
+    backlog: Synchronized[int] = field(default_factory=_shared)
+    in_flight: Synchronized[int] = field(default_factory=_shared)
+    done: Synchronized[int] = field(default_factory=_shared)
+    failed: Synchronized[int] = field(default_factory=_shared)
+    waiting_files: Synchronized[int] = field(default_factory=_shared)
+    ready_replicas: Synchronized[int] = field(default_factory=_shared)
+
+    @staticmethod
+    def add(value: Synchronized[int], delta: int) -> None:
+        with value.get_lock():
+            value.value += delta
+
+
+class ProgressCollector(Collector):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def collect(self) -> Iterator[Metric]:
+        p = self.progress
+        # prometheus_client appends _total to a counter's name itself.
+        yield CounterMetricFamily(layout.DONE.removesuffix("_total"), "Batch requests answered with a response", value=p.done.value)
+        yield CounterMetricFamily(layout.FAILED.removesuffix("_total"), "Batch lines answered with an error", value=p.failed.value)
+        yield GaugeMetricFamily(layout.BACKLOG, "Lines of claimed inputs not yet answered", value=p.backlog.value)
+        yield GaugeMetricFamily(layout.IN_FLIGHT, "Batch requests sent and not yet answered", value=p.in_flight.value)
+        yield GaugeMetricFamily(layout.WAITING_FILES, "Inputs waiting for a runner", value=p.waiting_files.value)

@@ -1,0 +1,243 @@
+"""A replica's cold start, phase by phase, from the cluster's events and vLLM's own log.
+
+Reads what a real wake leaves behind: ``kubectl get events -o json`` (the
+autoscaler's, the scheduler's and the kubelet's events on the pod) and
+``kubectl logs --timestamps`` of the vLLM container. Every message matched
+here is quoted from the source that prints it (docs/cold-start.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Step = Literal["pending", "scale-up", "scheduled", "pulled", "started", "weights-loaded", "graphs-captured", "serving"]
+
+# (phase, from step, to step): what each stretch of a cold start waits for.
+PHASES: tuple[tuple[str, Step, Step], ...] = (
+    ("node provisioned", "pending", "scheduled"),
+    ("image pulled or streamed", "scheduled", "started"),
+    ("weights loaded", "started", "weights-loaded"),
+    ("compile and CUDA graph capture", "weights-loaded", "graphs-captured"),
+    ("ready", "graphs-captured", "serving"),
+)
+
+# Event reasons (kubernetes/kubernetes pkg/kubelet/events/event.go, pkg/scheduler/schedule_one.go;
+# kubernetes/autoscaler cluster-autoscaler/processors/status/eventing_scale_up_processor.go).
+EVENT_STEPS: dict[str, Step] = {"TriggeredScaleUp": "scale-up", "Scheduled": "scheduled", "Pulled": "pulled", "Started": "started"}
+# GKE's kubelet reports an image served by image streaming with this reason (GKE image-streaming page).
+STREAMING_REASON = "ImageStreaming"
+
+# vLLM 0.18.1's own lines. With data parallel 8 each engine prints its own; a phase ends at the last.
+WEIGHTS_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB memory and (?P<seconds>[\d.]+) seconds")
+COMPILED = re.compile(r"torch\.compile (?:and initial profiling/warmup run together )?took (?P<seconds>[\d.]+) s in total")
+COMPILE_CACHE_HIT = re.compile(r"Directly load (?:AOT compilation from path|the compiled graph\(s\))")
+GRAPHS_CAPTURED = re.compile(r"Graph capturing finished in (?P<seconds>\d+) secs")
+SERVING = re.compile(r"Starting vLLM server on ")
+
+# `kubectl logs --timestamps` prefixes each line with RFC 3339 time; vLLM's own stamp has no year.
+KUBECTL_STAMP = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
+VLLM_STAMP = re.compile(r"(?:INFO|WARNING|DEBUG|ERROR) (?P<month>\d\d)-(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d) \[")
+# Go's time.Duration as the kubelet prints it: "1m9.312s", "1.8s", "850ms".
+GO_DURATION_PART = re.compile(r"(?P<value>[\d.]+)(?P<unit>h|ms|us|µs|ns|m|s)")
+GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+PULL_TIME = re.compile(r'Successfully pulled image "[^"]+" in (?P<pull>\S+) \((?P<total>\S+) including waiting\)')
+
+
+class MeasureError(ValueError):
+    """The input holds no cold start of the pod asked for."""
+
+
+def go_duration(text: str) -> float:
+    """Seconds of a Go duration string; refuses anything else."""
+    parts = list(GO_DURATION_PART.finditer(text))
+    if not parts or "".join(p.group(0) for p in parts) != text:
+        raise MeasureError(f"not a Go duration: {text!r}")
+    return sum(float(p.group("value")) * GO_UNITS[p.group("unit")] for p in parts)
+
+
+def _event_time(event: Mapping[str, Any]) -> datetime | None:
+    stamp = event.get("firstTimestamp") or event.get("eventTime") or event.get("lastTimestamp")
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
+
+
+@dataclass
+class Breakdown:
+    """One replica's cold start: when each step happened and what vLLM and the kubelet reported."""
+
+    pod: str
+    steps: dict[Step, datetime] = field(default_factory=dict)
+    streamed: bool = False
+    pull_seconds: float | None = None
+    compile_cache_hit: bool | None = None
+    # vLLM's own durations, the slowest engine's.
+    engine_seconds: dict[str, float] = field(default_factory=dict)
+
+    def phases(self) -> list[tuple[str, float | None]]:
+        """Each phase's wall-clock seconds; None where a step is missing from the input."""
+        return [
+            (name, (self.steps[end] - self.steps[start]).total_seconds() if start in self.steps and end in self.steps else None)
+            for name, start, end in PHASES
+        ]
+
+    @property
+    def total_seconds(self) -> float | None:
+        if "pending" in self.steps and "serving" in self.steps:
+            return (self.steps["serving"] - self.steps["pending"]).total_seconds()
+        return None
+
+    def as_output(self) -> dict[str, object]:
+        return {
+            "pod": self.pod,
+            "phases": {name: seconds for name, seconds in self.phases()},
+            "totalSeconds": self.total_seconds,
+            "imageStreamed": self.streamed,
+            "kubeletPullSeconds": self.pull_seconds,
+            "compileCacheHit": self.compile_cache_hit,
+            "vllmSeconds": dict(sorted(self.engine_seconds.items())),
+        }
+
+    def table(self) -> str:
+        lines = [f"cold start of {self.pod}"]
+        for name, seconds in self.phases():
+            lines.append(f"  {name:<32} {_minutes(seconds)}")
+        lines.append(f"  {'total':<32} {_minutes(self.total_seconds)}")
+        image = "streamed" if self.streamed else "pulled"
+        if self.pull_seconds is not None:
+            image += f" (kubelet: {self.pull_seconds:.1f} s)"
+        cache = {True: "hit", False: "miss (compiled)", None: "not in the log"}[self.compile_cache_hit]
+        lines.append(f"  image {image}; compile cache {cache}")
+        if self.engine_seconds:
+            own = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(self.engine_seconds.items()))
+            lines.append(f"  vLLM's own figures (slowest engine): {own}")
+        return "\n".join(lines) + "\n"
+
+
+def _minutes(seconds: float | None) -> str:
+    return "not in the input" if seconds is None else f"{int(seconds // 60)}:{int(seconds % 60):02d}  ({seconds:.0f} s)"
+
+
+def deployment_pod(deployment: str) -> re.Pattern[str]:
+    """The names of a Deployment's pods: ``<deployment>-<pod-template-hash>-<5 characters>``
+    (kubernetes/kubernetes pkg/controller/deployment/sync.go names the ReplicaSet, and the API server's
+    ``names.SimpleNameGenerator`` adds the five), so ``vllm-epp-...`` is not a pod of ``vllm``."""
+    return re.compile(rf"{re.escape(deployment)}-[a-z0-9]{{1,10}}-[a-z0-9]{{5}}")
+
+
+def last_started_pod(events: Mapping[str, Any], prefix: str) -> str:
+    """The pod of Deployment ``prefix`` whose container started last: the latest cold start."""
+    own = deployment_pod(prefix)
+    started = [
+        (time, str(event["involvedObject"]["name"]))
+        for event in events.get("items") or []
+        if event.get("reason") == "Started"
+        and (event.get("involvedObject") or {}).get("kind") == "Pod"
+        and own.fullmatch(str((event.get("involvedObject") or {}).get("name", "")))
+        and (time := _event_time(event)) is not None
+    ]
+    if not started:
+        raise MeasureError(f"no Started event of a pod named {prefix}-... in the events")
+    return max(started)[1]
+
+
+def read_events(breakdown: Breakdown, events: Mapping[str, Any]) -> None:
+    """The scheduling and kubelet steps of ``breakdown.pod`` from ``kubectl get events -o json``."""
+    found = False
+    for event in events.get("items") or []:
+        subject = event.get("involvedObject") or {}
+        if subject.get("kind") != "Pod" or subject.get("name") != breakdown.pod:
+            continue
+        time = _event_time(event)
+        if time is None:
+            continue
+        found = True
+        steps = breakdown.steps
+        # The pod's first event (the scheduler's FailedScheduling, as no A4 node exists yet) marks its wait.
+        steps["pending"] = min(steps.get("pending", time), time)
+        reason = str(event.get("reason"))
+        if reason == STREAMING_REASON:
+            breakdown.streamed = True
+        step = EVENT_STEPS.get(reason)
+        if step is None or step in steps:
+            continue
+        steps[step] = time
+        if step == "pulled" and (pulled := PULL_TIME.search(str(event.get("message", "")))):
+            breakdown.pull_seconds = go_duration(pulled.group("pull"))
+    if not found:
+        raise MeasureError(f"no event of pod {breakdown.pod} in the events")
+
+
+def _line_time(line: str, year: int) -> datetime | None:
+    if stamp := KUBECTL_STAMP.match(line):
+        return datetime.fromisoformat(stamp.group("stamp").replace("Z", "+00:00"))
+    if own := VLLM_STAMP.search(line):
+        # vLLM logs in the container's time zone, UTC in the vllm-openai image.
+        return datetime.strptime(f"{year}-{own['month']}-{own['day']} {own['time']}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return None
+
+
+def read_log(breakdown: Breakdown, lines: Iterable[str]) -> None:
+    """vLLM's steps from its log: each ends at the last engine's line."""
+    year = breakdown.steps["pending"].year if "pending" in breakdown.steps else datetime.now(UTC).year
+    seen: dict[Step, datetime] = {}
+    hit = compiled = False
+    own = breakdown.engine_seconds
+    for line in lines:
+        time = _line_time(line, year)
+        if time is None:
+            continue
+        if match := WEIGHTS_LOADED.search(line):
+            seen["weights-loaded"] = max(seen.get("weights-loaded", time), time)
+            own["weights"] = max(own.get("weights", 0.0), float(match["seconds"]))
+        elif match := COMPILED.search(line):
+            compiled = True
+            own["torch.compile"] = max(own.get("torch.compile", 0.0), float(match["seconds"]))
+        elif COMPILE_CACHE_HIT.search(line):
+            hit = True
+        elif match := GRAPHS_CAPTURED.search(line):
+            seen["graphs-captured"] = max(seen.get("graphs-captured", time), time)
+            own["CUDA graph capture"] = max(own.get("CUDA graph capture", 0.0), float(match["seconds"]))
+        elif SERVING.search(line):
+            seen.setdefault("serving", time)
+    if not seen:
+        raise MeasureError("no vLLM startup line in the log (run kubectl logs on the vLLM container, with --timestamps)")
+    breakdown.steps.update(seen)
+    breakdown.compile_cache_hit = True if hit else (False if compiled else None)
+
+
+# Each measured phase against the expected one (plan/cold_start_estimate.py, estimates' `coldStart.phases`);
+# vLLM's startup after the weights is one expected figure, by whether the compile cache was hit.
+EXPECTED_PHASE = {
+    "node provisioned": "nodeProvisioning",
+    "image pulled or streamed": "image",
+    "weights loaded": "weights",
+}
+COMPILE_PHASES = ("compile and CUDA graph capture", "ready")
+
+
+def against_expected(breakdown: Breakdown, cold_start: Mapping[str, Any]) -> list[tuple[str, float | None, float | None]]:
+    """(phase, measured seconds, expected seconds) from the estimates' ``coldStart`` output."""
+    expected = cold_start.get("phases") or {}
+
+    def seconds(key: str) -> float | None:
+        value = (expected.get(key) or {}).get("seconds")
+        return None if value is None else float(value)
+
+    measured = dict(breakdown.phases())
+    rows = [(name, measured[name], seconds(key)) for name, key in EXPECTED_PHASE.items()]
+    startup = [measured[name] for name in COMPILE_PHASES]
+    compile_key = "compileWarmCache" if breakdown.compile_cache_hit else "compileColdCache"
+    total = None if any(value is None for value in startup) else sum(value or 0.0 for value in startup)
+    rows.append(("compile, CUDA graphs and ready", total, seconds(compile_key)))
+    return rows
+
+
+def measure(events: Mapping[str, Any], log_lines: Iterable[str], *, pod: str | None = None, prefix: str = "vllm") -> Breakdown:
+    """The cold start of ``pod`` (default: the ``prefix-...`` pod that started last)."""
+    breakdown = Breakdown(pod or last_started_pod(events, prefix))
+    read_events(breakdown, events)
+    read_log(breakdown, log_lines)
+    return breakdown
