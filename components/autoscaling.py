@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 from components.manifests import Manifest
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
-from config.settings import KEDA_NAMESPACE
+from config.autoscaling import KEDA_NAMESPACE
 from plan.stack import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
 from workloads.batch import layout
 

@@ -23,7 +23,7 @@ from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
 from components.workload_identity import kubernetes_service_account, let_act_as
-from config.settings import quantity
+from facts.kubernetes import quantity
 from plan.stack import BatchSpec
 from workloads.batch import layout
 

@@ -15,8 +15,8 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest
 from components.options import child_options
-from config.settings import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE
 from facts import gke
+from facts.gke import A4_MACHINE_TYPE, GPU_TYPE, GPUS_PER_NODE
 from plan.stack import FALLBACK_CLASS, CapacitySpec
 
 

@@ -8,7 +8,8 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.options import child_options
-from config.settings import EXCLUSION_SCOPES, ClusterSettings, MaintenanceSettings
+from config.cluster import ClusterSettings, MaintenanceSettings
+from facts.gke import EXCLUSION_SCOPES
 from plan.stack import POD_RANGE, SERVICE_RANGE
 
 

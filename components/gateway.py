@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from config.settings import GatewaySettings
+from config.gateway import GatewaySettings
 from plan.stack import GatewaySpec
 
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"

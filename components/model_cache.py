@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import awaits_beyond, child_options
-from config.settings import CacheSettings
+from config.cache import CacheSettings
 from facts import gke
 from plan.stack import CacheSpec
 

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
-from config.settings import NetworkSettings
+from config.network import NetworkSettings
 from plan.stack import POD_RANGE, SERVICE_RANGE
 
 NAT_MIN_PORTS = 1024

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
-from config.settings import GatewaySettings
+from config.gateway import GatewaySettings
 
 
 def proxy_subnet_args(

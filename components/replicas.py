@@ -15,7 +15,9 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
-from config.settings import GPUS_PER_NODE, ModelSettings, ServingProfile
+from config.model import ModelSettings
+from config.serving import ServingProfile
+from facts.gke import GPUS_PER_NODE
 from plan.stack import CacheMount, Drain, ReplicasSpec
 
 PORT_NAME = "http"

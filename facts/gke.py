@@ -1,9 +1,12 @@
-"""What GKE and A4 give meaning to: the label keys and API group of GKE's node-selection objects, and the A4 machine.
+"""What GKE and A4 give meaning to: the label keys and API group of GKE's node-selection objects, the A4 machine,
+and the limits GKE sets on versions, maintenance, control-plane access, flex-start and namespaces.
 
 The program and the policy pack (policy/rules.py) both read them from here (docs/reference.md).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 GROUP = "cloud.google.com"
 COMPUTE_CLASS_API = f"{GROUP}/v1"
@@ -25,3 +28,26 @@ A4_MACHINE_FAMILY = "a4"
 GPU_TYPE = "nvidia-b200"
 GPUS_PER_NODE = 8
 GPU_RESOURCE = "nvidia.com/gpu"
+# What an a4-highgpu-8g node (224 vCPU, 3,968 GiB) leaves a pod after GKE's
+# reservations for the kubelet and system (docs/reference.md).
+A4_POD_CPU = Decimal(220)
+A4_POD_MEMORY = Decimal(3850) * 2**30
+# GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).
+B200_MIN_VERSION = "1.32.2-gke.1422000"
+B200_MIN_MINOR = 32
+# Authorized networks GKE takes with the public IP endpoint the program opens for them (docs/config-rules.md).
+MAX_AUTHORIZED_NETWORKS = 50
+# Flex-start (DWS) runs a node for at most 7 days (docs/reference.md).
+FLEX_START_MAX_HOURS = 7 * 24
+# GKE's maintenance exclusion scopes; `no_upgrades` lasts at most 30 days (docs/reference.md).
+EXCLUSION_SCOPES = {
+    "no-upgrades": "NO_UPGRADES",
+    "no-minor-upgrades": "NO_MINOR_UPGRADES",
+    "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
+}
+NO_UPGRADES_MAX_DAYS = 30
+# The provider's maintenance_exclusion MaxItems (docs/config-rules.md).
+MAX_EXCLUSIONS = 20
+# Namespaces Kubernetes and GKE manage: a stack that owned one would delete it on destroy.
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")

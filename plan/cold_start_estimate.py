@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config.settings import CacheSettings, ServingProfile, StackSettings
+from config.cache import CacheSettings
+from config.serving import ServingProfile
+from config.settings import StackSettings
 
 # Reference write-up (docs/reference.md): 5-6 min for Autopilot to provision an A4 node.
 NODE_PROVISIONING_SECONDS = 5.5 * 60

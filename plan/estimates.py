@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from config.settings import CapacitySettings, ModelSettings, ServingProfile, StackSettings, WorkloadSettings, quantity
+from config.capacity import CapacitySettings
+from config.model import ModelSettings
+from config.serving import ServingProfile
+from config.settings import StackSettings
+from config.workload import WorkloadSettings
+from facts.kubernetes import quantity
 from plan.cold_start_estimate import ColdStart
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.

@@ -14,22 +14,20 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import assert_never
 
-from config.settings import (
-    GPU_TYPE,
-    AutoscalingSettings,
-    BatchSettings,
-    BenchmarkSettings,
-    CacheSettings,
-    CapacitySettings,
-    DrainSettings,
-    GatewaySettings,
-    ModelSettings,
-    ObservabilitySettings,
-    ServingProfile,
-    StackSettings,
-    WorkloadSettings,
-)
+from config.autoscaling import AutoscalingSettings
+from config.batch import BatchSettings
+from config.benchmark import BenchmarkSettings
+from config.cache import CacheSettings
+from config.capacity import CapacitySettings
+from config.drain import DrainSettings
+from config.gateway import GatewaySettings
+from config.model import ModelSettings
+from config.observability import ObservabilitySettings
+from config.serving import ServingProfile
+from config.settings import StackSettings
+from config.workload import WorkloadSettings
 from facts import gke
+from facts.gke import GPU_TYPE
 from plan.batch_sizing import runner_workers
 from plan.cold_start_estimate import ColdStart, compile_cache_enabled, expected
 from plan.estimates import Estimate, estimate, price_per_node_hour

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from config.settings import quantity
+from facts.kubernetes import quantity
 
 RULES = Path(__file__).parent / "vendor" / "data" / "autopilot.yaml"
 _POD_TEMPLATES = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}

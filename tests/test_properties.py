@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from config.problems import StackConfigError
-from config.settings import B200_MIN_MINOR, MANAGED_FLAGS, PROGRAM_LABELS, known_keys
+from config.serving import MANAGED_FLAGS
+from config.settings import PROGRAM_LABELS, known_keys
+from facts.gke import B200_MIN_MINOR
 from render.engine import Render, render_stack
 from render.validation import validate_render
 

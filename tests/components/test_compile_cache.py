@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from config.settings import ServingProfile
+from config.serving import ServingProfile
 from plan.cold_start_estimate import compile_cache_enabled
 from plan.stack import compile_cache_bucket
 from tests.conftest import render_with, rendered

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.model_cache import download_script
-from config.settings import CacheSettings, ModelSettings, StackSettings
+from config.cache import CacheSettings
+from config.model import ModelSettings
+from config.settings import StackSettings
 from plan.stack import CacheSpec, cache_id, plan_stack
 from render.engine import Registration, Render
 from tests.conftest import render_with, rendered

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.replicas import engine_args
-from config.settings import ServingProfile
+from config.serving import ServingProfile
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.stack import selector_labels
 from render.engine import Render, Secret, render_stack

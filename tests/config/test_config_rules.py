@@ -9,7 +9,8 @@ import pytest
 
 from components.replicas import engine_args
 from config.problems import StackConfigError
-from config.settings import MANAGED_FLAGS, StackSettings
+from config.serving import MANAGED_FLAGS
+from config.settings import StackSettings
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.stack import plan_stack
 from render.engine import render_stack, stack_config

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from config.settings import StackSettings, a4_zones
+from config.settings import StackSettings
+from facts.gcp import a4_zones
 from render.files import plan
 from tests.conftest import render_with
 

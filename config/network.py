@@ -1,0 +1,45 @@
+"""The network section: the VPC, its node subnet and the subnet's secondary ranges."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from pydantic import field_validator, model_validator
+
+from config.problems import ConfigProblem
+from config.section import Section, check_name, private_cidr
+
+
+class NetworkSettings(Section):
+    """The VPC, its node subnet and the subnet's secondary ranges (VPC-native)."""
+
+    name: str = "llm-serving"
+    """Name of the VPC; the node subnet is `<name>-nodes`."""
+    node_cidr: str = "10.0.0.0/20"
+    """Primary range of the node subnet."""
+    pod_cidr: str = "10.4.0.0/14"
+    """Secondary range for pod IPs (VPC-native)."""
+    service_cidr: str = "10.8.0.0/20"
+    """Secondary range for Service IPs."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_name(value, 62)
+
+    @field_validator("node_cidr", "pod_cidr", "service_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        return private_cidr(value)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> NetworkSettings:
+        ranges = {"nodeCidr": self.node_cidr, "podCidr": self.pod_cidr, "serviceCidr": self.service_cidr}
+        seen: list[tuple[str, ipaddress.IPv4Network]] = []
+        for key, cidr in ranges.items():
+            network = ipaddress.IPv4Network(cidr)
+            for other_key, other in seen:
+                if network.overlaps(other):
+                    raise ConfigProblem((key,), cidr, f"overlaps {other_key} ({other}); the ranges must be disjoint")
+            seen.append((key, network))
+        return self
