@@ -85,7 +85,13 @@ if settings.registry.enabled:
 
 # Everything below lives in the cluster, in its workload namespace.
 in_cluster = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[cluster.namespace]))
-Capacity("capacity", specs.capacity, kubernetes=cluster.provider, opts=in_cluster)
+# A created future reservation is a Compute Engine resource: it waits for that API as well.
+Capacity(
+    "capacity",
+    specs.capacity,
+    kubernetes=cluster.provider,
+    opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis, cluster.namespace])),
+)
 credentials = Credentials(
     "credentials",
     namespace=settings.cluster.namespace,

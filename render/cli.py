@@ -83,6 +83,36 @@ def estimate_changes(before: Path, after: Path) -> list[str]:
     return ["estimates:\n", *changed, "\n"] if changed else ["estimates: unchanged\n\n"]
 
 
+def check_render(render: Render, progress: Progress | None = None) -> list[str]:
+    """Runs every check of the render, in order; the report's lines. Raises the first check's error.
+
+    The one list of checks: the tests run it on every documented capacity path, so a check added here
+    cannot refuse a documented stack unseen.
+    """
+    progress = progress or Progress(sys.stderr, shown=False)
+    with progress.step("validating every object against the Kubernetes schema and the vendored CRDs"):
+        checks = validate_render(render)
+    schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
+    report = [f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})\n"]
+    with progress.step("checking the cluster model"):
+        objects = check_cluster(render)
+    report.append(
+        f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal\n"
+    )
+    with progress.step("checking GCP inputs against the provider's schema"):
+        provider_checked = check_provider(render)
+    report.append(f"provider: {provider_checked} GCP resources meet google-beta's schema checks (docs/provider.md)\n")
+    with progress.step("checking the stack's creation order and destroy"):
+        check_lifecycle(render)
+        report.append(f"\n{lifecycle_text(render)}")
+    with progress.step("checking the monitoring queries"):
+        queries = check_monitoring(render)
+    report.append(
+        f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type\n"
+    )
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["diff"]:
@@ -119,24 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress.on_terminal()
     render = _render_to(options.stack, folder, progress)
     print((folder / PLAN_FILE).read_text(), end="")  # as written: the plan runs the scaling simulations
-    with progress.step("validating every object against the Kubernetes schema and the vendored CRDs"):
-        checks = validate_render(render)
-    schemas = f"Kubernetes {kubernetes_version(render)} schema, vendored CRDs and their CEL rules"
-    print(f"\n{len(checks)} Kubernetes objects valid (strict: {schemas})")
-    with progress.step("checking the cluster model"):
-        objects = check_cluster(render)
-    print(f"cluster model: {len(objects)} objects of the program and its charts; identities unique, references resolved, no GKE refusal")
-    with progress.step("checking GCP inputs against the provider's schema"):
-        provider_checked = check_provider(render)
-    print(f"provider: {provider_checked} GCP resources meet google-beta's schema checks (docs/provider.md)")
-    with progress.step("checking the stack's creation order and destroy"):
-        check_lifecycle(render)
-        lifecycle = lifecycle_text(render)
-    (folder / LIFECYCLE_FILE).write_text(lifecycle)
-    print(f"\n{lifecycle}", end="")
-    with progress.step("checking the monitoring queries"):
-        queries = check_monitoring(render)
-    print(f"monitoring: {queries} PromQL queries parse and read only exported metrics; dashboard reads as the Dashboards API type")
+    report = check_render(render, progress)
+    (folder / LIFECYCLE_FILE).write_text(lifecycle_text(render))
+    print("".join(report), end="")
     print(f"written to {folder}")
     return 0
 

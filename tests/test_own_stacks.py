@@ -2,7 +2,8 @@
 
 Runs the tests parametrized over the stack files on a copy of the project that
 also holds a copy of each committed stack under a new name and one with its
-routing switched, as a user adding ``Pulumi.<theirs>.yaml`` would. It runs
+routing switched, as a user adding ``Pulumi.<theirs>.yaml`` would, and one stack on each documented
+capacity path (``tests/test_capacity_paths.py``), so every every-stack test meets each path. It runs
 those tests six more times (about 30 s), so it has its own marker, ``own_stacks``,
 and its own step in ``.ci/run``.
 """
@@ -16,9 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from render.engine import PROJECT_ROOT
 from tests.conftest import STACKS
+from tests.test_capacity_paths import DOCUMENTED_CAPACITY
 
 # The token -k selects the copies' tests by; no test name contains it.
 OWN = "userstack"
@@ -27,7 +30,8 @@ ROUTING = re.compile(r"^(  llm:routing: )(\w+)$", re.MULTILINE)
 
 
 def own_stacks(root: Path) -> dict[str, str]:
-    """File name -> text of each user's stack: each committed stack renamed, and again with its routing switched."""
+    """File name -> text of each user's stack: each committed stack renamed, again with its routing switched,
+    and one on each documented capacity path (the committed stacks in turn as its base)."""
     files: dict[str, str] = {}
     for stack in STACKS:
         text = (root / f"Pulumi.{stack}.yaml").read_text()
@@ -35,17 +39,27 @@ def own_stacks(root: Path) -> dict[str, str]:
         switched, count = ROUTING.subn(lambda m: m.group(1) + SWITCHED_ROUTING[m.group(2)], text)
         assert count == 1, f"Pulumi.{stack}.yaml: no llm:routing line to switch"
         files[f"Pulumi.{OWN}-{stack}-switched.yaml"] = switched
+    for index, (path, capacity) in enumerate(sorted(DOCUMENTED_CAPACITY.items())):
+        stack_file = yaml.safe_load((root / f"Pulumi.{STACKS[index % len(STACKS)]}.yaml").read_text())
+        stack_file["config"]["llm:capacity"] = capacity
+        files[f"Pulumi.{OWN}-{path}.yaml"] = yaml.safe_dump(stack_file, sort_keys=False)
     return files
 
 
 def test_the_copies_keep_the_settings_but_the_switched_ones_change_only_routing() -> None:
     files = own_stacks(PROJECT_ROOT)
-    assert len(files) == 2 * len(STACKS)
+    assert len(files) == 2 * len(STACKS) + len(DOCUMENTED_CAPACITY)
     for stack in STACKS:
         original = (PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text()
         assert files[f"Pulumi.{OWN}-{stack}.yaml"] == original
         switched = files[f"Pulumi.{OWN}-{stack}-switched.yaml"]
         assert switched != original and ROUTING.sub("", switched) == ROUTING.sub("", original)
+    committed = [yaml.safe_load((PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text())["config"] for stack in STACKS]
+    for path, capacity in DOCUMENTED_CAPACITY.items():
+        config = yaml.safe_load(files[f"Pulumi.{OWN}-{path}.yaml"])["config"]
+        # The capacity is the path's; everything else is a committed stack's.
+        assert config.pop("llm:capacity") == capacity
+        assert any(config == {key: value for key, value in base.items() if key != "llm:capacity"} for base in committed)
 
 
 @pytest.mark.own_stacks

@@ -27,6 +27,8 @@ LABEL_KEYS = st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True).f
 LABEL_VALUES = st.from_regex(r"([a-z0-9]([a-z0-9_-]{0,9}[a-z0-9])?)?", fullmatch=True)
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 RESERVATION = {"name": "a4-llm-serving"}
+# A calendar-mode future reservation the stack creates, with a node for every replica a config may ask for.
+CALENDAR = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 80}
 
 
 @st.composite
@@ -39,7 +41,7 @@ def capacities(draw: st.DrawFn) -> dict[str, Any]:
     if mode == "fallback":
         capacity["fallback"] = draw(st.lists(st.sampled_from(["reservation", "spot", "flex-start"]), min_size=1, max_size=3, unique=True))
     if mode == "reservation" or "reservation" in capacity.get("fallback", []):
-        capacity["reservation"] = {**RESERVATION, **draw(st.sampled_from([{}, {"project": "shared-capacity"}]))}
+        capacity["reservation"] = {**RESERVATION, **draw(st.sampled_from([{}, {"project": "shared-capacity"}, {"create": CALENDAR}]))}
     return capacity
 
 
