@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from config.settings import CAPACITY_MODES
+from config.capacity import CAPACITY_MODES
 from render.cli import check_render
 from render.engine import PROJECT_ROOT
 from tests.conftest import STACKS, render_with
