@@ -23,7 +23,8 @@ from components.manifests import Manifest
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
 from config.autoscaling import KEDA_NAMESPACE
-from plan.stack import QUEUE_METRIC, RUNNING_METRIC, AutoscalingSpec
+from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
+from plan.stack import AutoscalingSpec
 from workloads.batch import layout
 
 # The chart's operator service account; Workload Identity maps it to a Google identity.
@@ -52,7 +53,7 @@ def query_endpoint(project: str) -> str:
 
 def concurrency_query(namespace: str) -> str:
     """The stack's requests running and waiting, summed over every replica and engine."""
-    return f'sum({RUNNING_METRIC}{{namespace="{namespace}"}}) + sum({QUEUE_METRIC}{{namespace="{namespace}"}})'
+    return f'sum({REQUESTS_RUNNING}{{namespace="{namespace}"}}) + sum({REQUESTS_WAITING}{{namespace="{namespace}"}})'
 
 
 def batch_backlog_query(namespace: str) -> str:

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
+from facts import vllm
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
 from plan.stack import ObservabilitySpec
 from workloads.batch import layout
@@ -49,34 +50,34 @@ def _replicas(metric: str, spec: ObservabilitySpec) -> str:
 
 
 def tokens_per_second(spec: ObservabilitySpec) -> str:
-    return f"{_rate('vllm:prompt_tokens_total', spec)} + {_rate('vllm:generation_tokens_total', spec)}"
+    return f"{_rate(f'{vllm.PROMPT_TOKENS}_total', spec)} + {_rate(f'{vllm.GENERATION_TOKENS}_total', spec)}"
 
 
 def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
     """(title, PromQL queries) of each chart, in order."""
     found = [
-        ("Tokens/s: prompt, generation", [_rate("vllm:prompt_tokens_total", spec), _rate("vllm:generation_tokens_total", spec)]),
-        ("Requests running, waiting", [f"sum(vllm:num_requests_running{{{_on(spec)}}})", f"sum(vllm:num_requests_waiting{{{_on(spec)}}})"]),
-        ("KV-cache usage, highest engine", [f"max(vllm:kv_cache_usage_perc{{{_on(spec)}}})"]),
+        ("Tokens/s: prompt, generation", [_rate(f"{vllm.PROMPT_TOKENS}_total", spec), _rate(f"{vllm.GENERATION_TOKENS}_total", spec)]),
+        ("Requests running, waiting", [f"sum({vllm.REQUESTS_RUNNING}{{{_on(spec)}}})", f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}})"]),
+        ("KV-cache usage, highest engine", [f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}})"]),
         (
             "Time to first token (s): p50, p99",
-            [_quantile(0.5, "vllm:time_to_first_token_seconds", spec), _quantile(0.99, "vllm:time_to_first_token_seconds", spec)],
+            [_quantile(0.5, vllm.TTFT_HISTOGRAM, spec), _quantile(0.99, vllm.TTFT_HISTOGRAM, spec)],
         ),
         (
             "Time per output token (s): p50, p99",
             [
-                _quantile(0.5, "vllm:request_time_per_output_token_seconds", spec),
-                _quantile(0.99, "vllm:request_time_per_output_token_seconds", spec),
+                _quantile(0.5, vllm.TPOT_HISTOGRAM, spec),
+                _quantile(0.99, vllm.TPOT_HISTOGRAM, spec),
             ],
         ),
         (
             "Inter-token latency (s): p50, p99",
-            [_quantile(0.5, "vllm:inter_token_latency_seconds", spec), _quantile(0.99, "vllm:inter_token_latency_seconds", spec)],
+            [_quantile(0.5, vllm.ITL_HISTOGRAM, spec), _quantile(0.99, vllm.ITL_HISTOGRAM, spec)],
         ),
-        ("Preemptions/s", [_rate("vllm:num_preemptions_total", spec)]),
+        ("Preemptions/s", [_rate(f"{vllm.PREEMPTIONS}_total", spec)]),
         (
             "Speculative decoding: accepted / draft tokens",
-            [f"{_rate('vllm:spec_decode_num_accepted_tokens_total', spec)} / {_rate('vllm:spec_decode_num_draft_tokens_total', spec)}"],
+            [f"{_rate(f'{vllm.SPEC_DECODE_ACCEPTED_TOKENS}_total', spec)} / {_rate(f'{vllm.SPEC_DECODE_DRAFT_TOKENS}_total', spec)}"],
         ),
         ("GPU utilisation (%), mean", ["avg(DCGM_FI_DEV_GPU_UTIL)"]),
         ("GPU memory used (MiB), total", ["sum(DCGM_FI_DEV_FB_USED)"]),
@@ -160,19 +161,19 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
         ),
         Alert(
             "queue-depth",
-            f"sum(vllm:num_requests_waiting{{{_on(spec)}}}) > {settings.waiting_requests}",
+            f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}}) > {settings.waiting_requests}",
             "Requests are waiting faster than the replicas take them.",
             "Add replicas (nodes, or autoscaling.maxReplicas), or slow the clients.",
         ),
         Alert(
             "kv-cache-full",
-            f"max(vllm:kv_cache_usage_perc{{{_on(spec)}}}) > {settings.kv_cache_usage}",
+            f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}}) > {settings.kv_cache_usage}",
             "An engine's KV cache is nearly full: it preempts requests and throughput falls.",
             "Lower serving.maxNumSeqs, or check serving.maxModelLen against the requests.",
         ),
         Alert(
             "time-to-first-token",
-            f"{_quantile(0.99, 'vllm:time_to_first_token_seconds', spec)} > {settings.ttft_p99_seconds}",
+            f"{_quantile(0.99, vllm.TTFT_HISTOGRAM, spec)} > {settings.ttft_p99_seconds}",
             f"The p99 time to first token is above its objective ({settings.ttft_p99_seconds} s).",
             "Check the queue and KV-cache charts; add replicas if both are high.",
         ),
@@ -185,7 +186,7 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
             Alert(
                 "throughput-low",
                 f"({tokens_per_second(spec)}) < on() ({floor} * {available})"
-                f" and on() sum(vllm:num_requests_running{{{_on(spec)}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
+                f" and on() sum({vllm.REQUESTS_RUNNING}{{{_on(spec)}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
                 f"At full load, tokens/s fell below {settings.throughput_fraction:.0%} of the estimate for the replicas running.",
                 "Compare GPU utilisation and preemptions; a replica on a slow or failing node shows up there.",
             )

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from config.problems import StackConfigError, describe
 from config.settings import StackSettings, known_keys
-from plan.stack import stack_labels
+from plan.naming import stack_labels
 
 # Config keys that hold credentials. They never enter the settings model, so
 # they cannot leak into a plan, an output or a rendered file.
@@ -38,7 +38,7 @@ class Stack:
 
     @property
     def labels(self) -> dict[str, str]:
-        return stack_labels(self.name, self.settings)
+        return stack_labels(self.name, self.settings.labels)
 
 
 def _raw_config(namespace: str) -> dict[str, str]:

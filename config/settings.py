@@ -34,12 +34,11 @@ from config.workload import WorkloadSettings
 from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE
 from facts.vllm import TTFT_HISTOGRAM
+from plan.naming import PROGRAM_LABELS
 
 # Valid for both GCP and Kubernetes: alphanumeric at both ends.
 _LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?)?$")
-# The program's own labels; a stack's labels may not replace them (Stack.labels).
-PROGRAM_LABELS = ("app", "managed-by", "stack")
 
 Labels = Annotated[dict[str, str], Field(default_factory=dict)]
 

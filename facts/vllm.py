@@ -19,7 +19,33 @@ from facts.data_files import read_yaml
 FACTS = Path(__file__).parent / "data" / "vllm"
 # The release the measured defaults were tuned on (v0.18.1 fixes v0.18.0's FP8 KV-cache bug).
 DEFAULT_RELEASE = "0.18.1"
+# The metrics the program queries, as vLLM names them (vllm/v1/metrics/loggers.py): one series per
+# data-parallel engine, so a replica's value is the sum over its engines. A counter's series adds
+# `_total`, a histogram's `_bucket` (facts/metrics.py).
+REQUESTS_WAITING = "vllm:num_requests_waiting"
+REQUESTS_RUNNING = "vllm:num_requests_running"
+KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+PROMPT_TOKENS = "vllm:prompt_tokens"
+GENERATION_TOKENS = "vllm:generation_tokens"
+PREEMPTIONS = "vllm:num_preemptions"
+SPEC_DECODE_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens"
+SPEC_DECODE_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+TPOT_HISTOGRAM = "vllm:request_time_per_output_token_seconds"
+ITL_HISTOGRAM = "vllm:inter_token_latency_seconds"
+QUERIED_METRICS = (
+    REQUESTS_WAITING,
+    REQUESTS_RUNNING,
+    KV_CACHE_USAGE,
+    PROMPT_TOKENS,
+    GENERATION_TOKENS,
+    PREEMPTIONS,
+    SPEC_DECODE_ACCEPTED_TOKENS,
+    SPEC_DECODE_DRAFT_TOKENS,
+    TTFT_HISTOGRAM,
+    TPOT_HISTOGRAM,
+    ITL_HISTOGRAM,
+)
 # From 0.33.0 this flag replaces a family's buckets; TTFT's family key (vllm/v1/metrics/buckets.py).
 CUSTOM_BUCKETS_FLAG = "--custom-histogram-buckets"
 TTFT_FAMILY = "time_to_first_token"

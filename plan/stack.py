@@ -31,8 +31,8 @@ from facts.gke import GPU_TYPE
 from plan.batch_sizing import runner_workers
 from plan.cold_start_estimate import ColdStart, compile_cache_enabled, expected
 from plan.estimates import Estimate, estimate, price_per_node_hour
+from plan.naming import REPLICAS, CacheNames, batch_bucket_name, cache_names, compile_cache_bucket, selector_labels, stack_labels
 
-REPLICAS = "vllm"
 # The ComputeClass of fallback mode.
 FALLBACK_CLASS = "a4-fallback"
 CACHE_FOLDER = "/models"
@@ -63,18 +63,6 @@ def pulled_from(image: str, settings: StackSettings) -> str:
     host, path = (first, rest) if names_host else ("docker.io", image if rest else f"library/{image}")
     prefix = registry_prefix(settings, host) if host in UPSTREAMS else None
     return f"{prefix}/{path}" if prefix else image
-
-
-def stack_labels(stack: str, settings: StackSettings) -> dict[str, str]:
-    """The labels every labelled resource carries; the stack's own win."""
-    # Stack names may hold '.' or capitals; label values may not.
-    value = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
-    return {"app": "llm-serving", "managed-by": "pulumi", "stack": value, **settings.labels}
-
-
-def selector_labels(stack: str) -> dict[str, str]:
-    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
-    return {"app.kubernetes.io/name": REPLICAS, "app.kubernetes.io/instance": stack}
 
 
 @dataclass(frozen=True)
@@ -161,27 +149,6 @@ def cache_id(model: ModelSettings, cache: CacheSettings) -> str:
 
 
 @dataclass(frozen=True)
-class CacheNames:
-    """Names of the per-model objects; all derive from the cache's id."""
-
-    writer: str
-    download: str
-    snapshot: str
-    reader: str
-    release: str
-
-
-def cache_names(key: str) -> CacheNames:
-    return CacheNames(
-        writer=f"model-cache-{key}-writer",
-        download=f"model-download-{key}",
-        snapshot=f"model-cache-{key}",
-        reader=f"model-cache-{key}",
-        release=f"model-cache-{key}-release",
-    )
-
-
-@dataclass(frozen=True)
 class CacheMount:
     """How a replica reads the weights: one claim, mounted read-only at ``folder``."""
 
@@ -230,15 +197,6 @@ class CompileCacheSpec:
     # The Google account the replicas' Kubernetes service account acts as (Workload Identity).
     account_id: str
     mount: CompileCacheMount
-
-
-def compile_cache_bucket(project: str, cluster: str) -> str:
-    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters
-    or hold "google", which Cloud Storage refuses (a project id cannot hold it)."""
-    name = f"{project}-{cluster}-compile-cache"
-    if len(name) <= BUCKET_NAME_LENGTH and "google" not in cluster:
-        return name
-    return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -300,12 +258,6 @@ class ReplicasSpec:
         return f"http://{self.name}.{self.namespace}.svc.cluster.local:{self.profile.port}/v1"
 
 
-# vLLM's own queue metrics (vllm/v1/metrics/loggers.py, v0.18.1): one series per
-# data-parallel engine, so a replica's value is the sum over its engines.
-QUEUE_METRIC = "vllm:num_requests_waiting"
-RUNNING_METRIC = "vllm:num_requests_running"
-
-
 @dataclass(frozen=True)
 class AutoscalingSpec:
     project: str
@@ -348,20 +300,6 @@ class BenchmarkSpec:
     image: str
     # The replicas' zone: clients elsewhere would cross zones, skew latency and bill egress.
     zone: str
-
-
-# Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
-# (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
-BUCKET_NAME_LENGTH = 63
-
-
-def batch_bucket_name(project: str, stack: str) -> str:
-    """``<project>-<stack>-batch``; a stack name too long or not a bucket name's characters is hashed instead."""
-    readable = f"{project}-{stack}-batch"
-    # Bucket names may not contain "google" (same page).
-    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and "google" not in stack:
-        return readable
-    return f"{project}-{hashlib.sha256(stack.encode()).hexdigest()[:8]}-batch"
 
 
 @dataclass(frozen=True)
@@ -431,7 +369,7 @@ class StackPlan:
 
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     """The specs of every component the stack registers; None for those it does not."""
-    labels = stack_labels(stack, settings)
+    labels = stack_labels(stack, settings.labels)
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0

@@ -7,8 +7,9 @@ message per problem, written for the person who edits the program or
 wires the rules into a policy pack, and the tests run them over the offline
 render of every stack.
 
-GKE's label keys and one A4 node's facts come from ``facts/gke.py``, the one
-place the program keeps them; the pack runs in the project's environment with
+GKE's label keys and one A4 node's facts come from ``facts/gke.py``, the program's
+labels and the model cache's names from ``plan/naming.py``: the one place the
+program keeps each; the pack runs in the project's environment with
 the project root on its path (``policy/__main__.py``). A mistake there is not
 left to agree with itself: the render checks the same keys against Autopilot's
 admission rules and GKE's ComputeClass CRD (docs/autopilot.md).
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from facts import gke
+from plan.naming import MODEL_CACHE_PREFIX, MODEL_CACHE_WRITER_SUFFIX, PROGRAM_LABELS
 
 # a4-highgpu-8g, and any other shape of the A4 family.
 A4_MACHINE_PREFIX = f"{gke.A4_MACHINE_FAMILY}-"
@@ -42,13 +44,6 @@ INTERNAL_LOAD_BALANCER_ANNOTATIONS = ("networking.gke.io/load-balancer-type", "c
 # Any other Ingress class, and no class at all, is GKE's external HTTP(S) load balancer.
 INTERNAL_INGRESS_CLASS = "gce-internal"
 
-# components/model_cache.py names the claims `model-cache-<model>` (read by
-# replicas) and `model-cache-<model>-writer` (written once by the download Job).
-MODEL_CACHE_PREFIX = "model-cache-"
-MODEL_CACHE_WRITER_SUFFIX = "-writer"
-
-# The labels config/loading.py puts on every labelled resource (Stack.labels).
-REQUIRED_LABELS = ("app", "managed-by", "stack")
 CLUSTER = "gcp:container/cluster:Cluster"
 # GCP resources whose pulumi-gcp schema has no labels field: nothing to check.
 GCP_WITHOUT_LABELS = frozenset(
@@ -655,7 +650,7 @@ def project_labels(resource: Resource, facts: StackFacts) -> list[str]:
     if isinstance(labels, Unknown):
         return []
     present = {key for key, value in _mapping(labels).items() if _text(value) or _is_unknown(value)}
-    missing = [key for key in REQUIRED_LABELS if key not in present]
+    missing = [key for key in PROGRAM_LABELS if key not in present]
     if not missing:
         return []
     return [f"{_label(resource)}: missing label(s) {', '.join(missing)}; give it the stack's labels (Stack.labels)"]

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from config.problems import StackConfigError
 from config.serving import MANAGED_FLAGS
-from config.settings import PROGRAM_LABELS, known_keys
+from config.settings import known_keys
 from facts.gke import B200_MIN_MINOR
+from plan.naming import PROGRAM_LABELS
 from render.engine import Render, render_stack
 from render.validation import validate_render
 

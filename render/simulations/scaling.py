@@ -38,7 +38,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from plan.stack import QUEUE_METRIC, REPLICAS, RUNNING_METRIC
+from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
+from plan.naming import REPLICAS
 from render.engine import Render
 from render.promql import metric_names
 from workloads.batch import layout
@@ -71,7 +72,7 @@ TARGET_KEYS = {
     "gcp-storage": ("targetObjectCount", "activationTargetObjectCount"),
 }
 # The series a Prometheus trigger may sum, and which part of the serving state each one is.
-SERIES = {RUNNING_METRIC: "running", QUEUE_METRIC: "waiting", layout.BACKLOG: "backlog"}
+SERIES = {REQUESTS_RUNNING: "running", REQUESTS_WAITING: "waiting", layout.BACKLOG: "backlog"}
 # The wake signal of a batch: KEDA's gcp-storage scaler counts the inputs waiting in the bucket.
 BATCH_INPUT_TRIGGER = "gcp-storage"
 

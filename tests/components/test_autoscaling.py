@@ -10,8 +10,9 @@ import pytest
 from config.problems import StackConfigError
 from config.settings import StackSettings
 from facts.metrics import series_problem
+from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
 from plan.estimates import cost_per_hour
-from plan.stack import QUEUE_METRIC, RUNNING_METRIC, plan_stack
+from plan.stack import plan_stack
 from render.chart import chart_objects
 from render.engine import Render
 from render.validation import validate_render
@@ -41,7 +42,7 @@ def test_the_scaled_object_drives_the_replicas_between_the_bounds_on_requests_ru
     assert concurrency["metadata"]["threshold"] == "1500" and concurrency["metadata"]["activationThreshold"] == "0"
     # One series per data-parallel engine: the query sums both gauges over every pod of the stack.
     query = concurrency["metadata"]["query"]
-    assert query == f'sum({RUNNING_METRIC}{{namespace="llm-serving"}}) + sum({QUEUE_METRIC}{{namespace="llm-serving"}})'
+    assert query == f'sum({REQUESTS_RUNNING}{{namespace="llm-serving"}}) + sum({REQUESTS_WAITING}{{namespace="llm-serving"}})'
     assert (
         concurrency["metadata"]["serverAddress"]
         == "https://monitoring.googleapis.com/v1/projects/llm-serving-prod/location/global/prometheus"

@@ -8,7 +8,7 @@ import pytest
 
 from config.serving import ServingProfile
 from plan.cold_start_estimate import compile_cache_enabled
-from plan.stack import compile_cache_bucket
+from plan.naming import compile_cache_bucket
 from tests.conftest import render_with, rendered
 
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"

@@ -10,7 +10,8 @@ import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
 from config.settings import StackSettings
-from plan.stack import GatewaySpec, plan_stack, selector_labels
+from plan.naming import selector_labels
+from plan.stack import GatewaySpec, plan_stack
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
 from render.validation import validate_render

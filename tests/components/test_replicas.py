@@ -9,7 +9,7 @@ import pytest
 from components.replicas import engine_args
 from config.serving import ServingProfile
 from facts.vllm import DEFAULT_RELEASE, facts
-from plan.stack import selector_labels
+from plan.naming import selector_labels
 from render.engine import Render, Secret, render_stack
 from tests.conftest import render_with, rendered
 

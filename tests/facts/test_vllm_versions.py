@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any
 
 import pytest
@@ -11,8 +13,9 @@ from components.benchmark import client_command
 from components.replicas import engine_args
 from config.problems import StackConfigError
 from config.settings import StackSettings
-from facts.vllm import DEFAULT_RELEASE, facts, supported_releases, tagged_release
+from facts.vllm import DEFAULT_RELEASE, QUERIED_METRICS, facts, supported_releases, tagged_release
 from plan.stack import plan_stack
+from render.engine import PROJECT_ROOT
 from render.promql import PromQLError, check_monitoring, stack_queries
 from tests.conftest import render_with
 
@@ -171,3 +174,33 @@ def test_the_dashboard_alerts_and_scaler_read_metrics_the_latest_release_exports
     assert render.outputs["vllmVersion"] == LATEST
     assert any(where.startswith("scaler trigger") for where, _ in stack_queries(render))
     assert check_monitoring(render) >= 20
+
+
+@pytest.mark.parametrize("release", supported_releases())
+def test_every_metric_the_program_queries_is_one_each_release_exports(release: str) -> None:
+    assert [name for name in QUERIED_METRICS if name not in facts(release).metrics] == []
+
+
+def _vllm_metric_literals(source: str) -> list[str]:
+    return [
+        f"{node.lineno}: {node.value}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r"\bvllm:[a-z_]+", node.value)
+    ]
+
+
+def test_the_check_finds_a_metric_name_written_out() -> None:
+    assert _vllm_metric_literals('QUERY = "sum(vllm:num_requests_waiting)"\nLABEL = "app.kubernetes.io/name=vllm: x"\n') == [
+        "1: sum(vllm:num_requests_waiting)"
+    ]
+
+
+def test_metric_names_live_only_with_the_vllm_facts() -> None:
+    # dev/vllm_facts.py reads them out of vLLM's source; the program names them through facts/vllm.py.
+    program = [
+        path
+        for folder in ("components", "config", "plan", "policy", "render", "workloads", "ops")
+        for path in (PROJECT_ROOT / folder).rglob("*.py")
+    ]
+    found = {str(path.relative_to(PROJECT_ROOT)): lines for path in program if (lines := _vllm_metric_literals(path.read_text()))}
+    assert found == {}

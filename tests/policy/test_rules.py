@@ -15,6 +15,7 @@ import pytest
 from components.gateway import GATEWAY_CLASSES
 from config import settings
 from config.loading import Stack, StackSecrets
+from plan.naming import PROGRAM_LABELS
 from plan.stack import plan_stack
 from policy.rules import (
     ALLOW_OPEN_CONTROL_PLANE,
@@ -23,7 +24,6 @@ from policy.rules import (
     EXTERNAL_GATEWAY_CLASSES,
     GCP_WITHOUT_LABELS,
     PRODUCTION,
-    REQUIRED_LABELS,
     RULES,
     UNKNOWN,
     Resource,
@@ -428,7 +428,7 @@ def test_gcp_types_exempt_from_labels_have_no_labels_field() -> None:
 
 def test_the_rules_state_the_same_facts_as_the_program() -> None:
     stack = Stack("dev", settings.StackSettings(project="llm-serving-dev"), StackSecrets(None, None))
-    assert set(REQUIRED_LABELS) <= set(stack.labels)
+    assert set(PROGRAM_LABELS) <= set(stack.labels)
     cache = plan_stack(stack.settings, stack.name).cache
     assert cache is not None
     assert is_cache_reader(cache.names.reader)

@@ -1,0 +1,77 @@
+"""The program's own names: the labels it puts on what it registers and the names it derives.
+
+The settings (which refuse a stack label that would replace the program's), the plan and the
+policy pack (policy/rules.py) all read them here. Nothing here imports the settings, so each
+of them may import it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# The Deployment, Service and PodMonitoring of the replicas, and the container of each pod.
+REPLICAS = "vllm"
+# The labels every labelled resource carries; a stack's own labels may not replace them.
+APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL = "app", "managed-by", "stack"
+PROGRAM_LABELS = (APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL)
+# The model cache's objects: `model-cache-<id>` for the volume replicas read and its snapshot,
+# `model-cache-<id>-writer` for the one the download Job writes once.
+MODEL_CACHE_PREFIX = "model-cache-"
+MODEL_CACHE_WRITER_SUFFIX = "-writer"
+# Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
+# (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
+BUCKET_NAME_LENGTH = 63
+
+
+def stack_labels(stack: str, own: Mapping[str, str]) -> dict[str, str]:
+    """The labels every labelled resource carries: the program's, then the stack's ``own``."""
+    # Stack names may hold '.' or capitals; label values may not.
+    value = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
+    return {APP_LABEL: "llm-serving", MANAGED_BY_LABEL: "pulumi", STACK_LABEL: value, **own}
+
+
+def selector_labels(stack: str) -> dict[str, str]:
+    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
+    return {"app.kubernetes.io/name": REPLICAS, "app.kubernetes.io/instance": stack}
+
+
+@dataclass(frozen=True)
+class CacheNames:
+    """Names of the per-model objects; all derive from the cache's id."""
+
+    writer: str
+    download: str
+    snapshot: str
+    reader: str
+    release: str
+
+
+def cache_names(key: str) -> CacheNames:
+    return CacheNames(
+        writer=f"{MODEL_CACHE_PREFIX}{key}{MODEL_CACHE_WRITER_SUFFIX}",
+        download=f"model-download-{key}",
+        snapshot=f"{MODEL_CACHE_PREFIX}{key}",
+        reader=f"{MODEL_CACHE_PREFIX}{key}",
+        release=f"{MODEL_CACHE_PREFIX}{key}-release",
+    )
+
+
+def compile_cache_bucket(project: str, cluster: str) -> str:
+    """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters
+    or hold "google", which Cloud Storage refuses (a project id cannot hold it)."""
+    name = f"{project}-{cluster}-compile-cache"
+    if len(name) <= BUCKET_NAME_LENGTH and "google" not in cluster:
+        return name
+    return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
+
+
+def batch_bucket_name(project: str, stack: str) -> str:
+    """``<project>-<stack>-batch``; a stack name too long or not a bucket name's characters is hashed instead."""
+    readable = f"{project}-{stack}-batch"
+    # Bucket names may not contain "google" (same page).
+    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and "google" not in stack:
+        return readable
+    return f"{project}-{hashlib.sha256(stack.encode()).hexdigest()[:8]}-batch"
