@@ -52,27 +52,8 @@ apis = ProjectApis(
     opts=on_gcp,
 )
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
-network = Network(
-    "network",
-    settings.network,
-    project=settings.project,
-    region=settings.region,
-    nat=settings.cluster.private_nodes,
-    protect=specs.protect_state,
-    opts=after_apis,
-)
-cluster = Cluster(
-    "cluster",
-    settings.cluster,
-    network=network.vpc.id,
-    subnetwork=network.subnet.id,
-    project=settings.project,
-    region=settings.region,
-    labels=labels,
-    open_control_plane=settings.allow_open_control_plane,
-    protect=specs.protect_state,
-    opts=after_apis,
-)
+network = Network("network", specs.network, opts=after_apis)
+cluster = Cluster("cluster", specs.cluster, network=network.vpc.id, subnetwork=network.subnet.id, opts=after_apis)
 if settings.registry.enabled:
     ImageRegistry(
         "registry",
@@ -153,16 +134,8 @@ if specs.autoscaling:
         pulumi.export("batchBucket", batch.bucket_name)
 
 gateway: InferenceGateway | None = None
-if specs.gateway:
-    proxy_subnet = ProxySubnet(
-        "proxy-subnet",
-        settings.gateway,
-        network=network.vpc.id,
-        network_name=settings.network.name,
-        project=settings.project,
-        region=settings.region,
-        opts=after_apis,
-    )
+if specs.gateway and specs.proxy_subnet:
+    proxy_subnet = ProxySubnet("proxy-subnet", specs.proxy_subnet, network=network.vpc.id, opts=after_apis)
     gateway = InferenceGateway(
         "gateway",
         specs.gateway,

@@ -22,8 +22,8 @@ import pulumi_kubernetes as k8s
 from components.manifests import Manifest
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
-from config.autoscaling import KEDA_NAMESPACE
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
+from plan.naming import KEDA_NAMESPACE
 from plan.stack import AutoscalingSpec
 from workloads.batch import layout
 
@@ -148,7 +148,7 @@ def behavior(spec: AutoscalingSpec) -> dict[str, Any]:
             "policies": [{"type": "Pods", "value": spec.max_replicas, "periodSeconds": SCALE_UP_PERIOD_SECONDS}],
         },
         "scaleDown": {
-            "stabilizationWindowSeconds": spec.cold_start_seconds + spec.settings.idle_minutes * 60,
+            "stabilizationWindowSeconds": spec.cold_start_seconds + spec.idle_minutes * 60,
             "selectPolicy": "Max",
             "policies": [{"type": "Percent", "value": 100, "periodSeconds": SCALE_UP_PERIOD_SECONDS}],
         },
@@ -157,7 +157,6 @@ def behavior(spec: AutoscalingSpec) -> dict[str, Any]:
 
 def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
     """Replicas follow the requests running and waiting; idle for a while, zero."""
-    scaling = spec.settings
     triggers = [
         {
             "type": "prometheus",
@@ -167,7 +166,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
                 "query": concurrency_query(spec.namespace),
                 # AverageValue (KEDA's default): replicas = ceil(running and waiting / target). Running
                 # requests count, so the replicas never drop below what the running requests need.
-                "threshold": str(scaling.requests_per_replica),
+                "threshold": str(spec.requests_per_replica),
                 # Active (kept above zero) while anything runs or waits.
                 "activationThreshold": "0",
             },
@@ -184,7 +183,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
                     "desiredReplicas": str(window.replicas),
                 },
             }
-            for index, window in enumerate(scaling.batch_windows)
+            for index, window in enumerate(spec.batch_windows)
         ),
     ]
     if spec.batch_bucket is not None:
@@ -198,13 +197,13 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
                     "query": batch_backlog_query(spec.namespace),
                     # The runner sends at most this many per Ready replica (plan/stack.py), so vLLM's
                     # queue never shows the batch's size; its backlog does, against the same target.
-                    "threshold": str(scaling.requests_per_replica),
+                    "threshold": str(spec.requests_per_replica),
                     "activationThreshold": "0",
                 },
                 "authenticationRef": {"name": AUTHENTICATION},
             },
         ]
-    idle_seconds = scaling.idle_minutes * 60
+    idle_seconds = spec.idle_minutes * 60
     return {
         "apiVersion": KEDA_API,
         "kind": "ScaledObject",
@@ -213,7 +212,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec.deployment},
             "minReplicaCount": spec.min_replicas,
             "maxReplicaCount": spec.max_replicas,
-            "pollingInterval": scaling.poll_seconds,
+            "pollingInterval": spec.poll_seconds,
             # Scale to minReplicas only after this long with every trigger inactive.
             "cooldownPeriod": idle_seconds,
             # KEDA's default is 0: a new ScaledObject with no load drops its replicas at the first
@@ -262,7 +261,7 @@ class Autoscaling(pulumi.ComponentResource):
         self.chart = chart = k8s.helm.v4.Chart(
             "keda",
             chart=KEDA_CHART,
-            version=spec.settings.keda_version,
+            version=spec.keda_version,
             repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=KEDA_REPOSITORY),
             namespace=KEDA_NAMESPACE,
             values=chart_values(identity.email, spec.image_registry),

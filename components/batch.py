@@ -84,9 +84,7 @@ def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleR
     return [
         gcp.storage.BucketLifecycleRuleArgs(
             action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-            condition=gcp.storage.BucketLifecycleRuleConditionArgs(
-                age=spec.settings.finished_retention_days, matches_prefixes=[layout.FINISHED]
-            ),
+            condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=spec.finished_retention_days, matches_prefixes=[layout.FINISHED]),
         )
     ]
 
@@ -178,7 +176,6 @@ def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
 
 def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
     """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
-    settings = spec.settings
     volumes, mounts = code_volumes(files)
     container = {
         "name": RUNNER,
@@ -186,9 +183,7 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
         "command": runner_command(files),
         "env": runner_environment(spec, api_key),
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": layout.METRICS_PORT, "protocol": "TCP"}],
-        "resources": guaranteed(
-            {**worker_resources(settings.runner_cpu, settings.runner_memory, spec.workers), "ephemeral-storage": "1Gi"}
-        ),
+        "resources": guaranteed({**worker_resources(spec.runner_cpu, spec.runner_memory, spec.workers), "ephemeral-storage": "1Gi"}),
         "volumeMounts": mounts,
         "securityContext": {"allowPrivilegeEscalation": False},
     }

@@ -74,7 +74,7 @@ except Exception as error:
 
 def client_count(spec: BenchmarkSpec) -> int:
     """Clients follow the serving nodes: ~2,000 concurrent requests per node in the reference."""
-    return spec.benchmark.clients_per_node * spec.nodes
+    return spec.clients_per_node * spec.nodes
 
 
 def server_root(url: str) -> str:
@@ -83,7 +83,7 @@ def server_root(url: str) -> str:
 
 
 def seed(spec: BenchmarkSpec, index: int) -> int:
-    return spec.benchmark.run * SEEDS_PER_RUN + index
+    return spec.run * SEEDS_PER_RUN + index
 
 
 def result_file(index: int) -> str:
@@ -92,7 +92,6 @@ def result_file(index: int) -> str:
 
 def client_command(spec: BenchmarkSpec, index: int, base_url: str) -> list[str]:
     """The ``vllm bench serve`` command line of client ``index`` (flags of vllm/benchmarks/serve.py, v0.18)."""
-    bench, workload = spec.benchmark, spec.workload
     return [
         "vllm",
         "bench",
@@ -101,17 +100,17 @@ def client_command(spec: BenchmarkSpec, index: int, base_url: str) -> list[str]:
         "--backend=openai",
         f"--base-url={base_url}",
         # The name the server answers to; prompts are built with the model's own tokenizer.
-        f"--model={spec.model.public_name}",
-        f"--tokenizer={spec.model.id}",
+        f"--model={spec.served_name}",
+        f"--tokenizer={spec.model_id}",
         "--dataset-name=random",
-        f"--random-input-len={workload.input_tokens}",
-        f"--random-output-len={workload.output_tokens}",
-        f"--random-range-ratio={workload.range_ratio}",
+        f"--random-input-len={spec.input_tokens}",
+        f"--random-output-len={spec.output_tokens}",
+        f"--random-range-ratio={spec.range_ratio}",
         # No shared prefix: the reference measured with 0% prefix-cache hits.
         "--random-prefix-len=0",
         f"--seed={seed(spec, index)}",
-        f"--num-prompts={bench.prompts_per_client}",
-        f"--max-concurrency={bench.concurrency_per_client}",
+        f"--num-prompts={spec.prompts_per_client}",
+        f"--max-concurrency={spec.concurrency_per_client}",
         # Every request generates its drawn output length.
         "--ignore-eos",
         # Greedy, as the reference ran; newer vLLM otherwise takes the model's sampling defaults.
@@ -199,8 +198,8 @@ def compute_class(spec: BenchmarkSpec) -> dict[str, Any]:
         "kind": "ComputeClass",
         "metadata": {"name": COMPUTE_CLASS, "labels": spec.labels},
         "spec": {
-            "description": f"Benchmark clients on a dedicated {spec.benchmark.machine_type} node",
-            "priorities": [{"machineType": spec.benchmark.machine_type, "location": {"zones": [spec.zone]}}],
+            "description": f"Benchmark clients on a dedicated {spec.machine_type} node",
+            "priorities": [{"machineType": spec.machine_type, "location": {"zones": [spec.zone]}}],
             "nodePoolAutoCreation": {"enabled": True},
             # A smaller or shared machine would make the clients the bottleneck.
             "whenUnsatisfiable": "DoNotScaleUp",
@@ -223,7 +222,7 @@ def summarizer_config_map(spec: BenchmarkSpec) -> dict[str, Any]:
 
 
 def job_name(spec: BenchmarkSpec) -> str:
-    return f"{NAME}-{spec.benchmark.run}"
+    return f"{NAME}-{spec.run}"
 
 
 def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | None, hf_token: SecretRef | None) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from plan.stack import FALLBACK_CLASS, CapacitySpec
 
 
 def _priority(step: str, spec: CapacitySpec) -> dict[str, Any]:
-    capacity = spec.capacity
     rule: dict[str, Any] = {
         "machineType": A4_MACHINE_TYPE,
         "gpu": {"type": GPU_TYPE, "count": GPUS_PER_NODE, "driverVersion": "latest"},
@@ -31,11 +30,11 @@ def _priority(step: str, spec: CapacitySpec) -> dict[str, Any]:
         rule["spot"] = True
     elif step == "flex-start":
         rule["flexStart"] = {"enabled": True}
-        rule["maxRunDurationSeconds"] = capacity.flex_start.max_run_hours * 3600
-    elif step == "reservation" and capacity.reservation is not None:
-        specific: dict[str, str] = {"name": capacity.reservation.name}
-        if capacity.reservation.project:
-            specific["project"] = capacity.reservation.project
+        rule["maxRunDurationSeconds"] = spec.flex_start_max_run_hours * 3600
+    elif step == "reservation" and spec.reservation is not None:
+        specific: dict[str, str] = {"name": spec.reservation.name}
+        if spec.reservation.project:
+            specific["project"] = spec.reservation.project
         rule["reservations"] = {"affinity": "Specific", "specific": [specific]}
     return rule
 
@@ -47,8 +46,8 @@ def compute_class(spec: CapacitySpec) -> dict[str, Any]:
         "kind": "ComputeClass",
         "metadata": {"name": FALLBACK_CLASS, "labels": spec.labels},
         "spec": {
-            "description": "A4 nodes: " + ", then ".join(spec.capacity.steps),
-            "priorities": [_priority(step, spec) for step in spec.capacity.steps],
+            "description": "A4 nodes: " + ", then ".join(spec.steps),
+            "priorities": [_priority(step, spec) for step in spec.steps],
             "nodePoolAutoCreation": {"enabled": True},
             # Without this GKE would fall back to on-demand, which A4 does not have.
             "whenUnsatisfiable": "DoNotScaleUp",
@@ -58,23 +57,21 @@ def compute_class(spec: CapacitySpec) -> dict[str, Any]:
 
 
 def future_reservation_args(spec: CapacitySpec) -> gcp.compute.FutureReservationArgs | None:
-    reservation = spec.capacity.reservation
-    if reservation is None or reservation.create is None:
+    reservation, created = spec.reservation, spec.future_reservation
+    if reservation is None or created is None:
         return None
     return gcp.compute.FutureReservationArgs(
-        name=reservation.create.name,
+        name=created.name,
         project=spec.project,
         zone=spec.zone,
         reservation_name=reservation.name,
         reservation_mode="CALENDAR",
         # Only pods that name it consume it: what Autopilot needs.
         specific_reservation_required=True,
-        time_window=gcp.compute.FutureReservationTimeWindowArgs(
-            start_time=reservation.create.start_time, end_time=reservation.create.end_time
-        ),
+        time_window=gcp.compute.FutureReservationTimeWindowArgs(start_time=created.start_time, end_time=created.end_time),
         specific_sku_properties=gcp.compute.FutureReservationSpecificSkuPropertiesArgs(
             # Its own count: scaling the stack must never touch a commitment.
-            total_count=str(reservation.create.nodes),
+            total_count=str(created.nodes),
             instance_properties=gcp.compute.FutureReservationSpecificSkuPropertiesInstancePropertiesArgs(machine_type=A4_MACHINE_TYPE),
         ),
         planning_status="SUBMITTED",
@@ -120,6 +117,6 @@ class Capacity(pulumi.ComponentResource):
                     child, pulumi.ResourceOptions(retain_on_delete=True, ignore_changes=list(RESERVATION_INPUTS))
                 ),
             )
-        if spec.capacity.mode == "fallback":
+        if spec.mode == "fallback":
             Manifest("compute-class", compute_class(spec), child_options(self, opts, kubernetes))
-        self.register_outputs({"mode": spec.capacity.mode, "nodeSelector": spec.scheduling.node_selector})
+        self.register_outputs({"mode": spec.mode, "nodeSelector": spec.scheduling.node_selector})

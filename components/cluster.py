@@ -8,16 +8,14 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.options import child_options
-from config.cluster import ClusterSettings, MaintenanceSettings
-from facts.gke import EXCLUSION_SCOPES
-from plan.stack import POD_RANGE, SERVICE_RANGE
+from plan.stack import POD_RANGE, SERVICE_RANGE, ClusterSpec, Maintenance
 
 
-def maintenance_policy(settings: MaintenanceSettings) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+def maintenance_policy(maintenance: Maintenance) -> gcp.container.ClusterMaintenancePolicyArgs | None:
     """The recurring window and the exclusions; None leaves GKE's default (any time)."""
-    if settings.window is None and not settings.exclusions:
+    if maintenance.window is None and not maintenance.exclusions:
         return None
-    window = settings.window
+    window = maintenance.window
     return gcp.container.ClusterMaintenancePolicyArgs(
         recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
             start_time=window.start_time, end_time=window.end_time, recurrence=window.recurrence
@@ -29,34 +27,24 @@ def maintenance_policy(settings: MaintenanceSettings) -> gcp.container.ClusterMa
                 exclusion_name=exclusion.name,
                 start_time=exclusion.start_time,
                 end_time=exclusion.end_time,
-                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                    scope=EXCLUSION_SCOPES[exclusion.scope]
-                ),
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(scope=exclusion.scope),
             )
-            for exclusion in settings.exclusions
+            for exclusion in maintenance.exclusions
         ]
         or None,
     )
 
 
 def cluster_args(
-    settings: ClusterSettings,
-    *,
-    project: str,
-    region: str,
-    network: pulumi.Input[str],
-    subnetwork: pulumi.Input[str],
-    labels: dict[str, str],
-    node_identity: pulumi.Input[str],
-    open_control_plane: bool = False,
+    spec: ClusterSpec, *, network: pulumi.Input[str], subnetwork: pulumi.Input[str], node_identity: pulumi.Input[str]
 ) -> gcp.container.ClusterArgs:
-    networks = settings.authorized_networks
+    networks = spec.authorized_networks
     return gcp.container.ClusterArgs(
-        name=settings.name,
-        project=project,
+        name=spec.name,
+        project=spec.project,
         # Regional: the control plane survives a zone outage; A4 pods still
         # pin their zone through the capacity's node selector.
-        location=region,
+        location=spec.region,
         # Autopilot adds an A4 node only while a pod asks for 8 B200s, so an
         # idle stack pays no GPU bill (docs/reference.md).
         enable_autopilot=True,
@@ -66,8 +54,8 @@ def cluster_args(
             cluster_secondary_range_name=POD_RANGE,
             services_secondary_range_name=SERVICE_RANGE,
         ),
-        release_channel=gcp.container.ClusterReleaseChannelArgs(channel=settings.release_channel.upper()),
-        min_master_version=settings.version,
+        release_channel=gcp.container.ClusterReleaseChannelArgs(channel=spec.release_channel.upper()),
+        min_master_version=spec.version,
         gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD"),
         addons_config=gcp.container.ClusterAddonsConfigArgs(
             # The Inference Gateway needs the HTTP load balancing add-on.
@@ -79,12 +67,12 @@ def cluster_args(
             enable_components=["SYSTEM_COMPONENTS", "DCGM", "DEPLOYMENT"],
             managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
         ),
-        workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{project}.svc.id.goog"),
-        maintenance_policy=maintenance_policy(settings.maintenance),
+        workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{spec.project}.svc.id.goog"),
+        maintenance_policy=maintenance_policy(spec.maintenance),
         # Nodes get no public IP; the DNS endpoint takes kubectl and Pulumi through IAM from anywhere;
         # the IP endpoint is internal unless authorized networks (or the open opt-in) say otherwise.
         private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
-            enable_private_nodes=settings.private_nodes, enable_private_endpoint=not networks and not open_control_plane
+            enable_private_nodes=spec.private_nodes, enable_private_endpoint=not networks and not spec.open_control_plane
         ),
         control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
             dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(allow_external_traffic=True),
@@ -102,8 +90,8 @@ def cluster_args(
                 service_account=node_identity, oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"]
             )
         ),
-        deletion_protection=settings.deletion_protection,
-        resource_labels=labels,
+        deletion_protection=spec.deletion_protection,
+        resource_labels=spec.labels,
     )
 
 
@@ -150,49 +138,35 @@ class Cluster(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: ClusterSettings,
+        spec: ClusterSpec,
         *,
         network: pulumi.Input[str],
         subnetwork: pulumi.Input[str],
-        project: str,
-        region: str,
-        labels: dict[str, str],
-        open_control_plane: bool = False,
-        protect: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Cluster", name, None, opts)
         child = child_options(self, opts)
         self.node_identity = gcp.serviceaccount.Account(
             "nodes",
-            account_id=f"{settings.name}-nodes"[:30].rstrip("-"),
+            account_id=f"{spec.name}-nodes"[:30].rstrip("-"),
             display_name="GKE nodes of the LLM serving stack",
-            project=project,
+            project=spec.project,
             opts=child,
         )
         # GKE's least-privilege role for node identities (logging, monitoring, metadata).
         node_role = gcp.projects.IAMMember(
-            "nodes-default-role", project=project, role=NODE_ROLE, member=self.node_identity.member, opts=child
+            "nodes-default-role", project=spec.project, role=NODE_ROLE, member=self.node_identity.member, opts=child
         )
         self.cluster = gcp.container.Cluster(
             "gke",
-            cluster_args(
-                settings,
-                project=project,
-                region=region,
-                network=network,
-                subnetwork=subnetwork,
-                labels=labels,
-                node_identity=self.node_identity.email,
-                open_control_plane=open_control_plane,
-            ),
+            cluster_args(spec, network=network, subnetwork=subnetwork, node_identity=self.node_identity.email),
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(
                     depends_on=[node_role],
                     # GKE's deletionProtection trips only inside the cluster's own delete, after everything
                     # in it is gone; Pulumi's protect stops a destroy before it deletes anything.
-                    protect=protect,
+                    protect=spec.protect,
                     # The nodes' identity is set when the cluster is created; GKE documents no change
                     # of it on an existing Autopilot cluster, so an update never tries one.
                     ignore_changes=["clusterAutoscaling.autoProvisioningDefaults.serviceAccount"],
@@ -205,8 +179,8 @@ class Cluster(pulumi.ComponentResource):
         self.provider = k8s.Provider("gke", kubeconfig=config, opts=pulumi.ResourceOptions(parent=self))
         self.namespace = k8s.core.v1.Namespace(
             "workloads",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=settings.namespace, labels=labels),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.namespace, labels=spec.labels),
             # Deleting the namespace deletes every object in it, the model cache's volumes included.
-            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, protect=protect),
+            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, protect=spec.protect),
         )
-        self.register_outputs({"name": self.name, "endpoint": self.endpoint, "namespace": settings.namespace})
+        self.register_outputs({"name": self.name, "endpoint": self.endpoint, "namespace": spec.namespace})

@@ -14,7 +14,6 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from config.gateway import GatewaySettings
 from plan.stack import GatewaySpec
 
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
@@ -31,34 +30,33 @@ GKE_INSTALLS_CRDS_FROM_MINOR = 35
 
 
 def installs_crds(spec: GatewaySpec) -> bool:
-    mode = spec.gateway.install_crds
+    mode = spec.install_crds
     return mode == "always" or (mode == "auto" and spec.cluster_minor < GKE_INSTALLS_CRDS_FROM_MINOR)
 
 
 def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
     """Chart values; every key is one the pinned chart version reads (tested against its key list)."""
-    gateway = spec.gateway
     port = spec.port
     values: dict[str, Any] = {
         "inferencePool": {"modelServers": {"matchLabels": spec.pool_selector}, "targetPorts": [{"number": port}]},
         "inferenceExtension": {
             # More than one replica is leader election (standby), not more capacity.
-            "replicas": gateway.endpoint_picker_replicas,
+            "replicas": spec.endpoint_picker_replicas,
             # The chart default (4 CPU / 8Gi) crashed under ~8K connections.
-            "resources": guaranteed({"cpu": gateway.endpoint_picker_cpu, "memory": gateway.endpoint_picker_memory}),
+            "resources": guaranteed({"cpu": spec.endpoint_picker_cpu, "memory": spec.endpoint_picker_memory}),
             # Renders the EPP's PodMonitoring with provider gke (monitoring.gke was removed in v1.3.0).
             "monitoring": {"prometheus": {"enabled": True}},
         },
         "provider": {"name": "gke", "gke": {"autopilot": True}},
     }
-    if gateway.chart_version == "v1.4.0":
+    if spec.chart_version == "v1.4.0":
         # v1.4.0 takes the HealthCheckPolicy's port from here; v1.5.0 from targetPorts.
         values["inferencePool"]["targetPortNumber"] = port
     if spec.image_registry != UPSTREAM_REGISTRY:
         # The endpoint picker through the stack's mirror of registry.k8s.io; v1.5.0 renamed the keys.
         image = (
             {"hub": f"{spec.image_registry}/gateway-api-inference-extension"}
-            if gateway.chart_version == "v1.4.0"
+            if spec.chart_version == "v1.4.0"
             else {"registry": spec.image_registry}
         )
         values["inferenceExtension"]["image"] = image
@@ -66,7 +64,6 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
 
 
 def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:
-    gateway = spec.gateway
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
@@ -78,11 +75,11 @@ def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:
             # subnet or API shows up here as a timeout.
             "annotations": {
                 "pulumi.com/waitFor": "condition=Programmed",
-                "pulumi.com/timeoutSeconds": str(gateway.programmed_timeout_minutes * 60),
+                "pulumi.com/timeoutSeconds": str(spec.programmed_timeout_minutes * 60),
             },
         },
         "spec": {
-            "gatewayClassName": GATEWAY_CLASSES[gateway.exposure],
+            "gatewayClassName": GATEWAY_CLASSES[spec.exposure],
             "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
         },
     }
@@ -107,8 +104,8 @@ def route_manifest(spec: GatewaySpec) -> dict[str, Any]:
     }
 
 
-def programmed_timeout(gateway: GatewaySettings) -> str:
-    return f"{gateway.programmed_timeout_minutes}m"
+def programmed_timeout(spec: GatewaySpec) -> str:
+    return f"{spec.programmed_timeout_minutes}m"
 
 
 def backend_timeout(seconds: int) -> pulumi.ResourceTransform:
@@ -168,12 +165,11 @@ class InferenceGateway(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:gateway:InferenceGateway", name, None, opts)
-        gateway = spec.gateway
         base = child_options(self, opts, kubernetes)
         chart_after: list[pulumi.Resource] = []
         if installs_crds(spec):
             chart_after.append(
-                k8s.yaml.v2.ConfigFile("inferencepool-crds", file=CRD_MANIFEST.format(version=gateway.chart_version), opts=base)
+                k8s.yaml.v2.ConfigFile("inferencepool-crds", file=CRD_MANIFEST.format(version=spec.chart_version), opts=base)
             )
         chart: list[pulumi.Resource] = []
         if spec.serving:
@@ -181,19 +177,19 @@ class InferenceGateway(pulumi.ComponentResource):
                 k8s.helm.v4.Chart(
                     "endpoint-picker",
                     chart=CHART,
-                    version=gateway.chart_version,
+                    version=spec.chart_version,
                     name=POOL,
                     namespace=spec.namespace,
                     values=endpoint_picker_values(spec),
                     opts=pulumi.ResourceOptions.merge(
                         base,
                         pulumi.ResourceOptions(
-                            depends_on=chart_after, transforms=[backend_timeout(gateway.backend_timeout_seconds), fixed_health_check_port()]
+                            depends_on=chart_after, transforms=[backend_timeout(spec.backend_timeout_seconds), fixed_health_check_port()]
                         ),
                     ),
                 )
             )
-        wait = programmed_timeout(gateway)
+        wait = programmed_timeout(spec)
         self.gateway = Manifest(
             GATEWAY,
             gateway_manifest(spec),

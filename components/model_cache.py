@@ -20,8 +20,8 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import awaits_beyond, child_options
-from config.cache import CacheSettings
 from facts import gke
+from plan.naming import MODEL_CACHE_PREFIX
 from plan.stack import CacheSpec
 
 CSI_DRIVER = "pd.csi.storage.gke.io"
@@ -33,13 +33,12 @@ _ARCH = {"c4a": "arm64", "c3": "amd64"}
 
 
 def storage_class(spec: CacheSpec) -> dict[str, Any]:
-    cache = spec.cache
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": storage_class_name(cache), "labels": spec.labels},
+        "metadata": {"name": storage_class_name(spec), "labels": spec.labels},
         "provisioner": CSI_DRIVER,
-        "parameters": {"type": "hyperdisk-ml", "provisioned-throughput-on-create": f"{cache.throughput_mibps}Mi"},
+        "parameters": {"type": "hyperdisk-ml", "provisioned-throughput-on-create": f"{spec.throughput_mibps}Mi"},
         # Large read-ahead serves the sequential weight reads at startup.
         "mountOptions": ["read_ahead_kb=4096"],
         "volumeBindingMode": "WaitForFirstConsumer",
@@ -49,12 +48,12 @@ def storage_class(spec: CacheSpec) -> dict[str, Any]:
     }
 
 
-def storage_class_name(cache: CacheSettings) -> str:
+def storage_class_name(cache: CacheSpec) -> str:
     # Parameters of a StorageClass are immutable: a new throughput is a new class.
-    return f"model-cache-{cache.throughput_mibps}mi"
+    return f"{MODEL_CACHE_PREFIX}{cache.throughput_mibps}mi"
 
 
-def _claim(name: str, namespace: str, labels: dict[str, str], cache: CacheSettings, access: str, source: str | None) -> dict[str, Any]:
+def _claim(cache: CacheSpec, name: str, access: str, source: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "accessModes": [access],
         "storageClassName": storage_class_name(cache),
@@ -65,23 +64,22 @@ def _claim(name: str, namespace: str, labels: dict[str, str], cache: CacheSettin
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": cache.namespace, "labels": cache.labels},
         "spec": spec,
     }
 
 
 def download_script(spec: CacheSpec) -> str:
     """The shell script of the download Job: idempotent, fails loudly, marks completion."""
-    model = spec.model
     target = f"/cache/{spec.key}"
-    repo = f"https://huggingface.co/{model.id}"
-    quoted = {k: shlex.quote(v) for k, v in {"target": target, "repo": repo, "id": model.id, "rev": model.revision}.items()}
+    repo = f"https://huggingface.co/{spec.model_id}"
+    quoted = {k: shlex.quote(v) for k, v in {"target": target, "repo": repo, "id": spec.model_id, "rev": spec.revision}.items()}
     lines = [
         "set -euo pipefail",
         f'if [ -f {quoted["target"]}/.complete ]; then echo "weights already present"; exit 0; fi',
         f"rm -rf {quoted['target']} && mkdir -p {quoted['target']}",
     ]
-    if spec.cache.download_method == "hf":
+    if spec.download_method == "hf":
         lines += [
             f"pip install --no-cache-dir --quiet {HUGGINGFACE_HUB}",
             f"hf download {quoted['id']} --revision {quoted['rev']} --local-dir {quoted['target']}",
@@ -105,7 +103,6 @@ def download_script(spec: CacheSpec) -> str:
 
 
 def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
-    cache = spec.cache
     env: list[dict[str, Any]] = [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}]
     if hf_token is not None:
         env.append(hf_token.env("HF_TOKEN"))
@@ -122,8 +119,8 @@ def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
             "annotations": {"pulumi.com/replaceUnready": "true"},
         },
         "spec": {
-            "backoffLimit": cache.download_retries,
-            "activeDeadlineSeconds": cache.download_deadline_minutes * 60,
+            "backoffLimit": spec.download_retries,
+            "activeDeadlineSeconds": spec.download_deadline_minutes * 60,
             "template": {
                 # A Job's template cannot change in place: routine labels stay off it.
                 "metadata": {"labels": component},
@@ -131,8 +128,8 @@ def download_job(spec: CacheSpec, hf_token: SecretRef | None) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     # A CPU node in the cache's zone; the image must match its architecture.
                     "nodeSelector": {
-                        gke.MACHINE_FAMILY_LABEL: cache.download_machine_family,
-                        "kubernetes.io/arch": _ARCH[cache.download_machine_family],
+                        gke.MACHINE_FAMILY_LABEL: spec.download_machine_family,
+                        "kubernetes.io/arch": _ARCH[spec.download_machine_family],
                         gke.ZONE_LABEL: spec.zone,
                     },
                     "containers": [
@@ -242,11 +239,11 @@ def release_job(spec: CacheSpec) -> dict[str, Any]:
 
 
 def writer_claim(spec: CacheSpec) -> dict[str, Any]:
-    return _claim(spec.names.writer, spec.namespace, spec.labels, spec.cache, "ReadWriteOnce", None)
+    return _claim(spec, spec.names.writer, "ReadWriteOnce", None)
 
 
 def reader_claim(spec: CacheSpec) -> dict[str, Any]:
-    return _claim(spec.names.reader, spec.namespace, spec.labels, spec.cache, "ReadOnlyMany", spec.names.snapshot)
+    return _claim(spec, spec.names.reader, "ReadOnlyMany", spec.names.snapshot)
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -284,7 +281,7 @@ class ModelCache(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(
                 base,
                 pulumi.ResourceOptions(
-                    depends_on=[writer, *classes, *secrets], custom_timeouts=awaits_beyond(spec.cache.download_deadline_minutes)
+                    depends_on=[writer, *classes, *secrets], custom_timeouts=awaits_beyond(spec.download_deadline_minutes)
                 ),
             ),
         )

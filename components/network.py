@@ -6,25 +6,24 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
-from config.network import NetworkSettings
-from plan.stack import POD_RANGE, SERVICE_RANGE
+from plan.stack import POD_RANGE, SERVICE_RANGE, NetworkSpec
 
 NAT_MIN_PORTS = 1024
 NAT_MAX_PORTS = 65536
 
 
-def subnet_args(settings: NetworkSettings, *, project: str, region: str, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:
+def subnet_args(spec: NetworkSpec, *, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:
     return gcp.compute.SubnetworkArgs(
-        name=f"{settings.name}-nodes",
-        project=project,
-        region=region,
+        name=f"{spec.name}-nodes",
+        project=spec.project,
+        region=spec.region,
         network=network,
-        ip_cidr_range=settings.node_cidr,
+        ip_cidr_range=spec.node_cidr,
         # Nodes reach Google APIs (Artifact Registry, GCS) without public IPs.
         private_ip_google_access=True,
         secondary_ip_ranges=[
-            gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=POD_RANGE, ip_cidr_range=settings.pod_cidr),
-            gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=SERVICE_RANGE, ip_cidr_range=settings.service_cidr),
+            gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=POD_RANGE, ip_cidr_range=spec.pod_cidr),
+            gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=SERVICE_RANGE, ip_cidr_range=spec.service_cidr),
         ],
     )
 
@@ -37,39 +36,35 @@ class Network(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: NetworkSettings,
+        spec: NetworkSpec,
         *,
-        project: str,
-        region: str,
-        nat: bool,
-        protect: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:Network", name, None, opts)
         child = child_options(self, opts)
         # The cluster lives in them: a destroy of a protected stack stops here.
-        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=protect, custom_timeouts=NETWORK_DELETE_TIMEOUT))
+        kept = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=spec.protect, custom_timeouts=NETWORK_DELETE_TIMEOUT))
         self.vpc = gcp.compute.Network(
             "vpc",
-            name=settings.name,
-            project=project,
+            name=spec.name,
+            project=spec.project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
             opts=kept,
         )
-        self.subnet = gcp.compute.Subnetwork("nodes", subnet_args(settings, project=project, region=region, network=self.vpc.id), opts=kept)
-        if nat:
+        self.subnet = gcp.compute.Subnetwork("nodes", subnet_args(spec, network=self.vpc.id), opts=kept)
+        if spec.nat:
             # Private nodes reach Hugging Face and upstream registries through NAT. Dynamic port
             # allocation gives a busy node (a download, 24 benchmark clients' tokenizer fetches)
             # up to 65,536 ports and an idle one few; AUTO_ONLY adds addresses as nodes are added.
             router = gcp.compute.Router(
-                "router", name=f"{settings.name}-router", project=project, region=region, network=self.vpc.id, opts=child
+                "router", name=f"{spec.name}-router", project=spec.project, region=spec.region, network=self.vpc.id, opts=child
             )
             gcp.compute.RouterNat(
                 "nat",
-                name=f"{settings.name}-nat",
-                project=project,
-                region=region,
+                name=f"{spec.name}-nat",
+                project=spec.project,
+                region=spec.region,
                 router=router.name,
                 nat_ip_allocate_option="AUTO_ONLY",
                 source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",

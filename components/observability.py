@@ -144,7 +144,6 @@ class Alert:
 
 def alerts(spec: ObservabilitySpec) -> list[Alert]:
     """The alert conditions; each reads only series a serving stack has, so none fires at zero replicas."""
-    settings = spec.settings
     available, desired = _replicas(AVAILABLE, spec), _replicas(DESIRED, spec)
     stuck = f"{spec.cold_start_minutes}m"
     found = [
@@ -161,25 +160,25 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
         ),
         Alert(
             "queue-depth",
-            f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}}) > {settings.waiting_requests}",
+            f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}}) > {spec.waiting_requests}",
             "Requests are waiting faster than the replicas take them.",
             "Add replicas (nodes, or autoscaling.maxReplicas), or slow the clients.",
         ),
         Alert(
             "kv-cache-full",
-            f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}}) > {settings.kv_cache_usage}",
+            f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}}) > {spec.kv_cache_usage}",
             "An engine's KV cache is nearly full: it preempts requests and throughput falls.",
             "Lower serving.maxNumSeqs, or check serving.maxModelLen against the requests.",
         ),
         Alert(
             "time-to-first-token",
-            f"{_quantile(0.99, vllm.TTFT_HISTOGRAM, spec)} > {settings.ttft_p99_seconds}",
-            f"The p99 time to first token is above its objective ({settings.ttft_p99_seconds} s).",
+            f"{_quantile(0.99, vllm.TTFT_HISTOGRAM, spec)} > {spec.ttft_p99_seconds}",
+            f"The p99 time to first token is above its objective ({spec.ttft_p99_seconds} s).",
             "Check the queue and KV-cache charts; add replicas if both are high.",
         ),
     ]
     if spec.expected_tokens_per_replica:
-        floor = round(spec.expected_tokens_per_replica * settings.throughput_fraction)
+        floor = round(spec.expected_tokens_per_replica * spec.throughput_fraction)
         # Against the replicas Ready now, and only while each runs the load the estimate was measured
         # at: lighter traffic makes fewer tokens/s without anything being wrong.
         found.append(
@@ -187,7 +186,7 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
                 "throughput-low",
                 f"({tokens_per_second(spec)}) < on() ({floor} * {available})"
                 f" and on() sum({vllm.REQUESTS_RUNNING}{{{_on(spec)}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
-                f"At full load, tokens/s fell below {settings.throughput_fraction:.0%} of the estimate for the replicas running.",
+                f"At full load, tokens/s fell below {spec.throughput_fraction:.0%} of the estimate for the replicas running.",
                 "Compare GPU utilisation and preemptions; a replica on a slow or failing node shows up there.",
             )
         )
@@ -208,7 +207,6 @@ class Observability(pulumi.ComponentResource):
         self.dashboard_url = board.id.apply(
             lambda path: f"https://console.cloud.google.com/monitoring/dashboards/builder/{path.rsplit('/', 1)[-1]}?project={spec.project}"
         )
-        settings = spec.settings
         for alert in alerts(spec) if spec.alerting else []:
             gcp.monitoring.AlertPolicy(
                 alert.name,
@@ -220,7 +218,7 @@ class Observability(pulumi.ComponentResource):
                         display_name=alert.name,
                         condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
                             query=alert.query,
-                            duration=f"{settings.minutes * 60}s",
+                            duration=f"{spec.alert_minutes * 60}s",
                             evaluation_interval="60s",
                             # Cloud Monitoring refuses a condition on metrics it has not seen yet;
                             # on a first `up` no replica has been scraped (docs/reference.md).
@@ -231,7 +229,7 @@ class Observability(pulumi.ComponentResource):
                 documentation=gcp.monitoring.AlertPolicyDocumentationArgs(
                     content=f"{alert.means}\n\nWhat to do: {alert.action.replace('NAMESPACE', spec.namespace)}", mime_type="text/markdown"
                 ),
-                notification_channels=list(settings.notification_channels),
+                notification_channels=list(spec.notification_channels),
                 user_labels=spec.labels,
                 opts=child,
             )

@@ -11,18 +11,16 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
-from config.gateway import GatewaySettings
+from plan.stack import ProxySubnetSpec
 
 
-def proxy_subnet_args(
-    settings: GatewaySettings, *, network_name: str, project: str, region: str, network: pulumi.Input[str]
-) -> gcp.compute.SubnetworkArgs:
+def proxy_subnet_args(spec: ProxySubnetSpec, *, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:
     return gcp.compute.SubnetworkArgs(
-        name=f"{network_name}-proxy-only",
-        project=project,
-        region=region,
+        name=spec.name,
+        project=spec.project,
+        region=spec.region,
         network=network,
-        ip_cidr_range=settings.proxy_subnet_cidr,
+        ip_cidr_range=spec.cidr,
         purpose="REGIONAL_MANAGED_PROXY",
         role="ACTIVE",
     )
@@ -36,20 +34,17 @@ class ProxySubnet(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: GatewaySettings,
+        spec: ProxySubnetSpec,
         *,
         network: pulumi.Input[str],
-        network_name: str,
-        project: str,
-        region: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:gateway:ProxySubnet", name, None, opts)
         self.subnet: gcp.compute.Subnetwork | None = None
-        if settings.existing_proxy_subnet is None:
+        if spec.create:
             self.subnet = gcp.compute.Subnetwork(
                 "proxy-only",
-                proxy_subnet_args(settings, network_name=network_name, project=project, region=region, network=network),
+                proxy_subnet_args(spec, network=network),
                 opts=pulumi.ResourceOptions.merge(
                     child_options(self, opts), pulumi.ResourceOptions(custom_timeouts=NETWORK_DELETE_TIMEOUT)
                 ),
@@ -58,7 +53,7 @@ class ProxySubnet(pulumi.ComponentResource):
         else:
             # Fails the preview when the named subnet does not exist in the region.
             existing = gcp.compute.get_subnetwork_output(
-                name=settings.existing_proxy_subnet, project=project, region=region, opts=pulumi.InvokeOutputOptions(parent=self)
+                name=spec.name, project=spec.project, region=spec.region, opts=pulumi.InvokeOutputOptions(parent=self)
             )
-            self.name = existing.name.apply(lambda found: found or settings.existing_proxy_subnet or "")
+            self.name = existing.name.apply(lambda found: found or spec.name)
         self.register_outputs({"name": self.name})

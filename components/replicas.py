@@ -15,10 +15,8 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
-from config.model import ModelSettings
-from config.serving import ServingProfile
 from facts.gke import GPUS_PER_NODE
-from plan.stack import CacheMount, Drain, ReplicasSpec
+from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
 
 PORT_NAME = "http"
 HEALTH_PATH = "/health"
@@ -31,7 +29,7 @@ GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 
 
-def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
+def engine_args(profile: EngineProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
     """The ``vllm serve`` command line. Each default flag is a measured choice (docs/reference.md)."""
     args = [
         "vllm",
@@ -56,8 +54,7 @@ def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Dr
     if profile.mtp_tokens:
         speculative = json.dumps({"method": "mtp", "num_speculative_tokens": profile.mtp_tokens}, separators=(",", ":"))
         args.append(f"--speculative-config={speculative}")
-    # From 0.33.0 vLLM ignores --mamba-cache-mode: mamba caching follows prefix caching (docs/vllm.md).
-    if profile.mamba_cache_mode and profile.facts.takes("--mamba-cache-mode"):
+    if profile.mamba_cache_mode:
         args.append(f"--mamba-cache-mode={profile.mamba_cache_mode}")
     if profile.mamba_block_size:
         args.append(f"--mamba-block-size={profile.mamba_block_size}")
@@ -67,12 +64,12 @@ def engine_args(profile: ServingProfile, model: str, served_name: str, drain: Dr
     return args + list(profile.extra_args)
 
 
-def model_source(model: ModelSettings, cache: CacheMount | None) -> str:
+def model_source(model_id: str, cache: CacheMount | None) -> str:
     """The cache's read-only path, or the Hugging Face id when there is no cache."""
-    return cache.model_path if cache else model.id
+    return cache.model_path if cache else model_id
 
 
-def _probes(profile: ServingProfile) -> dict[str, Any]:
+def _probes(profile: EngineProfile) -> dict[str, Any]:
     check = {"httpGet": {"path": HEALTH_PATH, "port": PORT_NAME}}
     return {
         # Model load and CUDA graph compile take ~10 min, more with a download.
@@ -121,7 +118,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     container: dict[str, Any] = {
         "name": spec.name,
         "image": spec.image,
-        "command": engine_args(profile, model_source(spec.model, spec.cache), spec.model.public_name, spec.drain),
+        "command": engine_args(profile, model_source(spec.model_id, spec.cache), spec.served_name, spec.drain),
         "ports": [{"name": PORT_NAME, "containerPort": profile.port, "protocol": "TCP"}],
         "env": env,
         "resources": guaranteed(
@@ -153,7 +150,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     return {"metadata": metadata, "spec": pod}
 
 
-def rollout_seconds(profile: ServingProfile) -> int:
+def rollout_seconds(profile: EngineProfile) -> int:
     """How long one replica's rollout may take: a cold start plus a node to provision."""
     return (profile.cold_start_minutes + AWAIT_MARGIN_MINUTES) * 60
 

@@ -13,9 +13,6 @@ from config.cron import CronError, schedule
 from config.problems import ConfigProblem, one_of
 from config.section import ConfigBool, Section
 
-# The namespace the stack installs KEDA in; the stack's own workloads may not share it.
-KEDA_NAMESPACE = "keda"
-
 
 class BatchWindowSettings(Section):
     """A period in which the replicas are scaled up whatever the queue: the wake-up from zero."""

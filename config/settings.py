@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from config.autoscaling import KEDA_NAMESPACE, AutoscalingSettings
+from config.autoscaling import AutoscalingSettings
 from config.batch import BatchSettings
 from config.benchmark import BenchmarkSettings
 from config.cache import CacheSettings
@@ -34,7 +34,7 @@ from config.workload import WorkloadSettings
 from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE
 from facts.vllm import TTFT_HISTOGRAM
-from plan.naming import PROGRAM_LABELS
+from plan.naming import KEDA_NAMESPACE, PROGRAM_LABELS
 
 # Valid for both GCP and Kubernetes: alphanumeric at both ends.
 _LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")

@@ -17,6 +17,8 @@ REPLICAS = "vllm"
 # The labels every labelled resource carries; a stack's own labels may not replace them.
 APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL = "app", "managed-by", "stack"
 PROGRAM_LABELS = (APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL)
+# The namespace the stack installs KEDA in; the stack's own workloads may not share it.
+KEDA_NAMESPACE = "keda"
 # The model cache's objects: `model-cache-<id>` for the volume replicas read and its snapshot,
 # `model-cache-<id>-writer` for the one the download Job writes once.
 MODEL_CACHE_PREFIX = "model-cache-"

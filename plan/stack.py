@@ -14,20 +14,15 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import assert_never
 
-from config.autoscaling import AutoscalingSettings
-from config.batch import BatchSettings
-from config.benchmark import BenchmarkSettings
 from config.cache import CacheSettings
-from config.capacity import CapacitySettings
+from config.capacity import CapacityMode, CapacitySettings
+from config.cluster import MaintenanceSettings
 from config.drain import DrainSettings
-from config.gateway import GatewaySettings
 from config.model import ModelSettings
-from config.observability import ObservabilitySettings
 from config.serving import ServingProfile
 from config.settings import StackSettings
-from config.workload import WorkloadSettings
 from facts import gke
-from facts.gke import GPU_TYPE
+from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
 from plan.batch_sizing import runner_workers
 from plan.cold_start_estimate import ColdStart, compile_cache_enabled, expected
 from plan.estimates import Estimate, estimate, price_per_node_hour
@@ -39,6 +34,77 @@ CACHE_FOLDER = "/models"
 # Secondary ranges of the node subnet, named by the network and used by the cluster.
 POD_RANGE = "pods"
 SERVICE_RANGE = "services"
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    project: str
+    region: str
+    # The VPC's; its node subnet is `<name>-nodes`.
+    name: str
+    node_cidr: str
+    pod_cidr: str
+    service_cidr: str
+    # Private nodes reach the internet through a router and Cloud NAT.
+    nat: bool
+    protect: bool
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    start_time: str
+    end_time: str
+    recurrence: str
+
+
+@dataclass(frozen=True)
+class MaintenanceExclusion:
+    name: str
+    start_time: str
+    end_time: str
+    # GKE's name of the scope (NO_MINOR_OR_NODE_UPGRADES, ...).
+    scope: str
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    window: MaintenanceWindow | None
+    exclusions: tuple[MaintenanceExclusion, ...]
+
+
+def maintenance(settings: MaintenanceSettings) -> Maintenance:
+    window = settings.window
+    return Maintenance(
+        MaintenanceWindow(window.start_time, window.end_time, window.recurrence) if window else None,
+        tuple(MaintenanceExclusion(e.name, e.start_time, e.end_time, EXCLUSION_SCOPES[e.scope]) for e in settings.exclusions),
+    )
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    project: str
+    region: str
+    name: str
+    release_channel: str
+    version: str
+    deletion_protection: bool
+    namespace: str
+    maintenance: Maintenance
+    private_nodes: bool
+    authorized_networks: tuple[str, ...]
+    labels: dict[str, str]
+    open_control_plane: bool
+    protect: bool
+
+
+@dataclass(frozen=True)
+class ProxySubnetSpec:
+    project: str
+    region: str
+    # The subnet this stack creates, or the existing one it names instead (a VPC allows one ACTIVE per region).
+    name: str
+    cidr: str
+    create: bool
 
 
 # The upstream registries the stack mirrors, by host, and the remote repository of each.
@@ -164,8 +230,14 @@ class CacheSpec:
     namespace: str
     zone: str
     labels: dict[str, str]
-    model: ModelSettings
-    cache: CacheSettings
+    model_id: str
+    revision: str
+    size_gi: int
+    throughput_mibps: int
+    download_method: str
+    download_machine_family: str
+    download_retries: int
+    download_deadline_minutes: int
     download_image: str
     # A production stack protects the volume replicas read and its snapshot: a destroy stops at them.
     protect: bool = False
@@ -200,12 +272,52 @@ class CompileCacheSpec:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """The specific reservation pods consume; ``project`` when it is shared from another project."""
+
+    name: str
+    project: str | None
+
+
+@dataclass(frozen=True)
+class FutureReservation:
+    """A calendar-mode future reservation the stack submits."""
+
+    name: str
+    start_time: str
+    end_time: str
+    nodes: int
+
+
+@dataclass(frozen=True)
 class CapacitySpec:
     project: str
     zone: str
     labels: dict[str, str]
-    capacity: CapacitySettings
+    mode: CapacityMode
+    # The capacity modes tried, in order.
+    steps: tuple[CapacityMode, ...]
+    flex_start_max_run_hours: int
+    reservation: Reservation | None
+    future_reservation: FutureReservation | None
     scheduling: Scheduling
+
+
+def capacity_spec(settings: StackSettings, labels: dict[str, str], placement: Scheduling) -> CapacitySpec:
+    capacity = settings.capacity
+    reservation = capacity.reservation
+    created = reservation.create if reservation else None
+    return CapacitySpec(
+        settings.project,
+        settings.zone,
+        labels,
+        capacity.mode,
+        capacity.steps,
+        capacity.flex_start.max_run_hours,
+        Reservation(reservation.name, reservation.project) if reservation else None,
+        FutureReservation(created.name, created.start_time, created.end_time, created.nodes) if created else None,
+        placement,
+    )
 
 
 @dataclass(frozen=True)
@@ -236,6 +348,56 @@ def rollout(settings: StackSettings) -> Rollout:
 
 
 @dataclass(frozen=True)
+class EngineProfile:
+    """What the replicas read of the serving section: the engine's flags, environment and resources."""
+
+    port: int
+    data_parallel_size: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_cache_dtype: str
+    gpu_memory_utilization: float
+    enable_prefix_caching: bool
+    enable_chunked_prefill: bool
+    attention_backend: str | None
+    optimization_level: int
+    mtp_tokens: int
+    # None where the image's release ignores --mamba-cache-mode (0.33.0: caching follows prefix caching; docs/vllm.md).
+    mamba_cache_mode: str | None
+    mamba_block_size: int | None
+    extra_args: tuple[str, ...]
+    env: dict[str, str]
+    cold_start_minutes: int
+    cpu: str
+    memory: str
+
+
+def engine_profile(serving: ServingProfile) -> EngineProfile:
+    return EngineProfile(
+        port=serving.port,
+        data_parallel_size=serving.data_parallel_size,
+        max_model_len=serving.max_model_len,
+        max_num_batched_tokens=serving.max_num_batched_tokens,
+        max_num_seqs=serving.max_num_seqs,
+        kv_cache_dtype=serving.kv_cache_dtype,
+        gpu_memory_utilization=serving.gpu_memory_utilization,
+        enable_prefix_caching=serving.enable_prefix_caching,
+        enable_chunked_prefill=serving.enable_chunked_prefill,
+        attention_backend=serving.attention_backend,
+        optimization_level=serving.optimization_level,
+        mtp_tokens=serving.mtp_tokens,
+        mamba_cache_mode=serving.mamba_cache_mode if serving.facts.takes("--mamba-cache-mode") else None,
+        mamba_block_size=serving.mamba_block_size,
+        extra_args=serving.extra_args,
+        env=dict(serving.env),
+        cold_start_minutes=serving.cold_start_minutes,
+        cpu=serving.cpu,
+        memory=serving.memory,
+    )
+
+
+@dataclass(frozen=True)
 class ReplicasSpec:
     name: str
     namespace: str
@@ -246,8 +408,10 @@ class ReplicasSpec:
     # The autoscaler owns the replica count; `replicas` is only the count at creation.
     autoscaled: bool
     rollout: Rollout
-    profile: ServingProfile
-    model: ModelSettings
+    profile: EngineProfile
+    # The Hugging Face id (downloaded at start without a cache) and the name clients send.
+    model_id: str
+    served_name: str
     scheduling: Scheduling
     drain: Drain
     cache: CacheMount | None
@@ -259,12 +423,26 @@ class ReplicasSpec:
 
 
 @dataclass(frozen=True)
+class BatchWindow:
+    """A cron window in which the replicas are kept up whatever the queue."""
+
+    start: str
+    end: str
+    timezone: str
+    replicas: int
+
+
+@dataclass(frozen=True)
 class AutoscalingSpec:
     project: str
     namespace: str
     labels: dict[str, str]
     deployment: str
-    settings: AutoscalingSettings
+    requests_per_replica: int
+    idle_minutes: int
+    poll_seconds: int
+    batch_windows: tuple[BatchWindow, ...]
+    keda_version: str
     min_replicas: int
     max_replicas: int
     # KEDA's registry (ghcr.io) as the nodes reach it.
@@ -279,7 +457,14 @@ class AutoscalingSpec:
 class GatewaySpec:
     namespace: str
     labels: dict[str, str]
-    gateway: GatewaySettings
+    exposure: str
+    install_crds: str
+    chart_version: str
+    backend_timeout_seconds: int
+    endpoint_picker_cpu: str
+    endpoint_picker_memory: str
+    endpoint_picker_replicas: int
+    programmed_timeout_minutes: int
     pool_selector: dict[str, str]
     port: int
     cluster_minor: int
@@ -293,13 +478,43 @@ class GatewaySpec:
 class BenchmarkSpec:
     namespace: str
     labels: dict[str, str]
-    benchmark: BenchmarkSettings
-    workload: WorkloadSettings
-    model: ModelSettings
+    run: int
+    clients_per_node: int
+    concurrency_per_client: int
+    prompts_per_client: int
+    machine_type: str
+    # The request shape, as the workload section gives it.
+    input_tokens: int
+    output_tokens: int
+    range_ratio: float
+    # The name the server answers to, and the model whose tokenizer builds the prompts.
+    served_name: str
+    model_id: str
     nodes: int
     image: str
     # The replicas' zone: clients elsewhere would cross zones, skew latency and bill egress.
     zone: str
+
+
+def benchmark_spec(settings: StackSettings, labels: dict[str, str], image: str) -> BenchmarkSpec:
+    bench, workload = settings.benchmark, settings.workload
+    return BenchmarkSpec(
+        settings.cluster.namespace,
+        labels,
+        bench.run,
+        bench.clients_per_node,
+        bench.concurrency_per_client,
+        bench.prompts_per_client,
+        bench.machine_type,
+        workload.input_tokens,
+        workload.output_tokens,
+        workload.range_ratio,
+        settings.model.public_name,
+        settings.model.id,
+        settings.nodes,
+        image,
+        settings.zone,
+    )
 
 
 @dataclass(frozen=True)
@@ -309,7 +524,11 @@ class BatchSpec:
     namespace: str
     labels: dict[str, str]
     bucket: str
-    settings: BatchSettings
+    # Days a finished input stays before the bucket's lifecycle rule deletes it.
+    finished_retention_days: int
+    # One worker's CPU and memory; a pod runs `workers` of them.
+    runner_cpu: str
+    runner_memory: str
     # The runner's image (the cache's download image) as the nodes pull it.
     image: str
     # The replicas the runner sends to, reads the status of, and sizes its concurrency to.
@@ -336,7 +555,14 @@ class ObservabilitySpec:
     namespace: str
     labels: dict[str, str]
     deployment: str
-    settings: ObservabilitySettings
+    # How long a condition holds before an alert opens, and who hears of it.
+    alert_minutes: int
+    notification_channels: tuple[str, ...]
+    # Where the alerts open.
+    waiting_requests: int
+    kv_cache_usage: float
+    ttft_p99_seconds: float
+    throughput_fraction: float
     gateway: bool
     # What one Ready replica makes at the reference load, from the stack's own estimate, when a reference figure applies.
     expected_tokens_per_replica: int | None
@@ -356,6 +582,10 @@ class StackPlan:
     protect_state: bool
     # Throughput and cost, on this plan's decision of whether the stack serves.
     estimate: Estimate
+    network: NetworkSpec
+    cluster: ClusterSpec
+    # Gateway routing's proxy-only subnet.
+    proxy_subnet: ProxySubnetSpec | None
     capacity: CapacitySpec
     replicas: ReplicasSpec
     cache: CacheSpec | None
@@ -382,15 +612,22 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     cache: CacheSpec | None = None
     if settings.cache.enabled:
         key = cache_id(settings.model, settings.cache)
+        disk = settings.cache
         cache = CacheSpec(
             key,
             cache_names(key),
             namespace,
             settings.zone,
             labels,
-            settings.model,
-            settings.cache,
-            pulled_from(settings.cache.download_image, settings),
+            settings.model.id,
+            settings.model.revision,
+            disk.size_gi,
+            disk.throughput_mibps,
+            disk.download_method,
+            disk.download_machine_family,
+            disk.download_retries,
+            disk.download_deadline_minutes,
+            pulled_from(disk.download_image, settings),
             protect=settings.production,
         )
     compile_cache = (
@@ -411,7 +648,11 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             namespace=namespace,
             labels=labels,
             deployment=REPLICAS,
-            settings=settings.autoscaling,
+            requests_per_replica=settings.autoscaling.requests_per_replica,
+            idle_minutes=settings.autoscaling.idle_minutes,
+            poll_seconds=settings.autoscaling.poll_seconds,
+            batch_windows=tuple(BatchWindow(w.start, w.end, w.timezone, w.replicas) for w in settings.autoscaling.batch_windows),
+            keda_version=settings.autoscaling.keda_version,
             min_replicas=settings.autoscaling.min_replicas,
             max_replicas=settings.max_replicas,
             image_registry=registry_prefix(settings, "ghcr.io") or "ghcr.io",
@@ -430,18 +671,27 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=settings.serving,
-        model=settings.model,
+        profile=engine_profile(settings.serving),
+        model_id=settings.model.id,
+        served_name=settings.model.public_name,
         scheduling=placement,
         drain=drain(settings.drain, placement),
         cache=cache.mount if cache else None,
         compile_cache=compile_cache.mount if compile_cache else None,
     )
+    gateway_settings = settings.gateway
     gateway = (
         GatewaySpec(
             namespace,
             labels,
-            settings.gateway,
+            gateway_settings.exposure,
+            gateway_settings.install_crds,
+            gateway_settings.chart_version,
+            gateway_settings.backend_timeout_seconds,
+            gateway_settings.endpoint_picker_cpu,
+            gateway_settings.endpoint_picker_memory,
+            gateway_settings.endpoint_picker_replicas,
+            gateway_settings.programmed_timeout_minutes,
             replicas.selector,
             settings.serving.port,
             settings.cluster.minor,
@@ -452,16 +702,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         else None
     )
     benchmark = (
-        BenchmarkSpec(
-            namespace,
-            labels,
-            settings.benchmark,
-            settings.workload,
-            settings.model,
-            settings.nodes,
-            pulled_from(settings.benchmark.image, settings),
-            settings.zone,
-        )
+        benchmark_spec(settings, labels, pulled_from(settings.benchmark.image, settings))
         if settings.benchmark.enabled and settings.nodes > 0
         else None
     )
@@ -472,7 +713,9 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             namespace=namespace,
             labels=labels,
             bucket=bucket,
-            settings=settings.batch,
+            finished_retention_days=settings.batch.finished_retention_days,
+            runner_cpu=settings.batch.runner_cpu,
+            runner_memory=settings.batch.runner_memory,
             image=pulled_from(settings.cache.download_image, settings),
             deployment=REPLICAS,
             serving_url=replicas.url,
@@ -496,7 +739,41 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
         estimate=figures,
-        capacity=CapacitySpec(settings.project, settings.zone, labels, settings.capacity, placement),
+        network=NetworkSpec(
+            settings.project,
+            settings.region,
+            settings.network.name,
+            settings.network.node_cidr,
+            settings.network.pod_cidr,
+            settings.network.service_cidr,
+            nat=settings.cluster.private_nodes,
+            protect=settings.production,
+        ),
+        cluster=ClusterSpec(
+            project=settings.project,
+            region=settings.region,
+            name=settings.cluster.name,
+            release_channel=settings.cluster.release_channel,
+            version=settings.cluster.version,
+            deletion_protection=settings.cluster.deletion_protection,
+            namespace=namespace,
+            maintenance=maintenance(settings.cluster.maintenance),
+            private_nodes=settings.cluster.private_nodes,
+            authorized_networks=settings.cluster.authorized_networks,
+            labels=labels,
+            open_control_plane=settings.allow_open_control_plane,
+            protect=settings.production,
+        ),
+        proxy_subnet=ProxySubnetSpec(
+            settings.project,
+            settings.region,
+            gateway_settings.existing_proxy_subnet or f"{settings.network.name}-proxy-only",
+            gateway_settings.proxy_subnet_cidr,
+            create=gateway_settings.existing_proxy_subnet is None,
+        )
+        if gateway is not None
+        else None,
+        capacity=capacity_spec(settings, labels, placement),
         replicas=replicas,
         cache=cache,
         compile_cache=compile_cache,
@@ -509,7 +786,12 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             namespace=namespace,
             labels=labels,
             deployment=REPLICAS,
-            settings=settings.observability,
+            alert_minutes=settings.observability.minutes,
+            notification_channels=settings.observability.notification_channels,
+            waiting_requests=settings.observability.waiting_requests,
+            kv_cache_usage=settings.observability.kv_cache_usage,
+            ttft_p99_seconds=settings.observability.ttft_p99_seconds,
+            throughput_fraction=settings.observability.throughput_fraction,
             gateway=gateway is not None,
             expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
             cold_start_minutes=settings.serving.cold_start_minutes,

@@ -23,7 +23,7 @@ from components.benchmark import (
 from components.credentials import SecretRef
 from config.problems import StackConfigError
 from config.settings import StackSettings
-from plan.stack import BenchmarkSpec, plan_stack
+from plan.stack import BenchmarkSpec, benchmark_spec, plan_stack
 from render.engine import Render, reveal
 from render.validation import validate, validate_render
 from tests.conftest import render_with, rendered
@@ -50,9 +50,7 @@ REFERENCE_WORKLOAD = {
 def settings(labels: dict[str, str] | None = None, **changes: Any) -> BenchmarkSpec:
     """The benchmark's spec of a stack with ``changes``; its node count may be any, zero included."""
     chosen = StackSettings.model_validate({"project": "example-project", **changes})
-    return BenchmarkSpec(
-        "llm-serving", labels or {}, chosen.benchmark, chosen.workload, chosen.model, chosen.nodes, chosen.benchmark.image, chosen.zone
-    )
+    return benchmark_spec(chosen, labels or {}, chosen.benchmark.image)
 
 
 def flag(command: list[str], name: str) -> str:

@@ -10,6 +10,7 @@ from components.replicas import engine_args
 from config.serving import ServingProfile
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.naming import selector_labels
+from plan.stack import engine_profile
 from render.engine import Render, Secret, render_stack
 from tests.conftest import render_with, rendered
 
@@ -57,7 +58,7 @@ def test_dev_engine_environment_counts_cuda_graph_memory() -> None:
 
 
 def test_profile_changes_reach_the_command_line() -> None:
-    args = engine_args(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",)), "/m", "name")
+    args = engine_args(engine_profile(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",))), "/m", "name")
     assert not any(a.startswith(("--speculative-config", "--attention-backend")) for a in args)
     assert args[-1] == "--seed=7"
 
@@ -148,7 +149,7 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     profile = ServingProfile(
         enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024, mamba_cache_mode=None
     )
-    args = engine_args(profile, "m", "m")
+    args = engine_args(engine_profile(profile), "m", "m")
     assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
     known = facts(DEFAULT_RELEASE).serve_flags
@@ -179,6 +180,6 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     ids=["prefix-caching-off", "chunked-prefill-off"],
 )
 def test_each_of_prefix_caching_and_chunked_prefill_switches_off_alone(switches: dict[str, Any], on: str, off: str) -> None:
-    args = engine_args(ServingProfile(**switches), "m", "m")
+    args = engine_args(engine_profile(ServingProfile(**switches)), "m", "m")
     assert off in args and on in args
     assert off.replace("--no-", "--") not in args and on.replace("--", "--no-", 1) not in args

@@ -111,7 +111,7 @@ def test_the_extended_channel_reaches_the_cluster() -> None:
 def test_every_flag_the_program_sets_is_a_managed_vllm_flag() -> None:
     settings = StackSettings.model_validate({"project": "example-project"})
     spec = plan_stack(settings, "dev").replicas
-    flags = {arg.split("=", 1)[0] if not arg.startswith("-O") else "-O" for arg in engine_args(settings.serving, "m", "m", spec.drain)[3:]}
+    flags = {arg.split("=", 1)[0] if not arg.startswith("-O") else "-O" for arg in engine_args(spec.profile, "m", "m", spec.drain)[3:]}
     assert flags <= set(MANAGED_FLAGS)
     assert set(MANAGED_FLAGS) <= facts(DEFAULT_RELEASE).serve_flags
 

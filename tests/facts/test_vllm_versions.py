@@ -14,7 +14,7 @@ from components.replicas import engine_args
 from config.problems import StackConfigError
 from config.settings import StackSettings
 from facts.vllm import DEFAULT_RELEASE, QUERIED_METRICS, facts, supported_releases, tagged_release
-from plan.stack import plan_stack
+from plan.stack import engine_profile, plan_stack
 from render.engine import PROJECT_ROOT
 from render.promql import PromQLError, check_monitoring, stack_queries
 from tests.conftest import render_with
@@ -93,8 +93,8 @@ def test_the_latest_release_refuses_the_mamba_cache_mode_it_dropped() -> None:
 def test_the_latest_release_gets_no_mamba_cache_mode_flag_it_ignores() -> None:
     # 0.33.0 parses --mamba-cache-mode but ignores it: mamba caching follows prefix caching.
     assert "--mamba-cache-mode" in facts(LATEST).deprecated_flags
-    old = engine_args(settings().serving, "m", "m")
-    new = engine_args(settings(serving={"image": LATEST_IMAGE}).serving, "m", "m")
+    old = engine_args(engine_profile(settings().serving), "m", "m")
+    new = engine_args(engine_profile(settings(serving={"image": LATEST_IMAGE}).serving), "m", "m")
     assert "--mamba-cache-mode=align" in old and not any(arg.startswith("--mamba-cache-mode") for arg in new)
 
 
@@ -104,7 +104,7 @@ def test_every_flag_of_the_engine_and_the_benchmark_is_one_its_release_acts_on(r
         serving={"image": f"vllm/vllm-openai:v{release}"}, benchmark={"enabled": True, "image": f"vllm/vllm-openai:v{release}"}
     )
     specs = plan_stack(stack, "dev")
-    engine = engine_args(stack.serving, "m", "m", specs.replicas.drain)[3:]
+    engine = engine_args(specs.replicas.profile, "m", "m", specs.replicas.drain)[3:]
     release_facts = facts(stack.serving.release)
     assert all(release_facts.takes("-O" if arg.startswith("-O") else arg.split("=", 1)[0]) for arg in engine)
     assert specs.benchmark is not None

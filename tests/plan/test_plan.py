@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import typing
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from config.settings import StackSettings
-from plan.stack import plan_stack
+from plan.stack import StackPlan, plan_stack
 from render.engine import PROJECT_ROOT
 
 COMPONENTS = PROJECT_ROOT / "components"
@@ -30,6 +34,38 @@ def test_no_component_imports_another_component() -> None:
         own = f"components.{path.stem}"
         siblings = {m for m in imported_modules(path) if m.startswith("components.") and m not in SHARED | {own}}
         assert siblings == set(), f"{path.name} imports {sorted(siblings)}"
+
+
+def sections_in(spec: type, path: str = "StackPlan") -> list[str]:
+    """The fields reachable from ``spec`` whose type is a settings section, as ``Spec.field`` paths."""
+    found: list[str] = []
+    for field in dataclasses.fields(spec):
+        hint = typing.get_type_hints(spec)[field.name]
+        for kind in (hint, *typing.get_args(hint)):
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                found.append(f"{path}.{field.name}")
+            elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
+                found.extend(sections_in(kind, f"{path}.{field.name}"))
+    return found
+
+
+def test_the_check_finds_a_section_carried_by_a_spec() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Carrier:
+        profile: StackSettings | None
+
+    assert sections_in(Carrier, "Carrier") == ["Carrier.profile"]
+
+
+def test_no_spec_carries_a_settings_section() -> None:
+    # A spec carries what its component reads; a whole section would let it read any key of it.
+    assert sections_in(StackPlan) == []
+
+
+def test_no_component_reads_the_settings() -> None:
+    for path in sorted(COMPONENTS.glob("*.py")):
+        read = {m for m in imported_modules(path) if m == "config" or m.startswith("config.")}
+        assert read == set(), f"{path.name} imports {sorted(read)}: a component takes a spec from plan_stack"
 
 
 def test_scaled_to_zero_is_decided_once_for_every_component() -> None:

@@ -286,16 +286,11 @@ def test_every_spec_carries_the_stacks_own_namespace_project_zone_and_section() 
     }
     assert (cache.zone, bench.zone, stack.capacity.zone) == ("us-central1-b",) * 3
     assert (stack.capacity.project, scaling.project, observed.project) == ("example-project",) * 3
-    assert (cache.model.revision, cache.cache.size_gi, stack.replicas.model.revision, bench.model.revision) == (
-        "abc123",
-        200,
-        "abc123",
-        "abc123",
-    )
-    assert gateway.gateway.backend_timeout_seconds == 600 and bench.benchmark.clients_per_node == 3
-    assert bench.workload.input_tokens == 512 and scaling.settings.max_replicas == 6
-    assert observed.settings.waiting_requests == 10 and observed.stack == "Test" and observed.deployment == "vllm"
-    assert stack.capacity.capacity.price_per_node_hour == 40.0
+    assert (cache.revision, cache.size_gi) == ("abc123", 200)
+    assert gateway.backend_timeout_seconds == 600 and bench.clients_per_node == 3
+    assert bench.input_tokens == 512 and scaling.max_replicas == 6
+    assert observed.waiting_requests == 10 and observed.stack == "Test" and observed.deployment == "vllm"
+    assert (stack.capacity.mode, stack.capacity.flex_start_max_run_hours) == ("flex-start", 168)
     assert scaling.labels == observed.labels == stack.labels
     assert stack.capacity.scheduling.mode == stack.replicas.scheduling.mode == "flex-start"
     assert plan(capacity={"mode": "fallback", "fallback": ["spot"]}).replicas.scheduling.mode == "fallback"

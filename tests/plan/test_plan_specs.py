@@ -134,7 +134,7 @@ def test_the_batch_spec_carries_each_setting_it_is_made_of() -> None:
     assert (batch.project, batch.region, batch.namespace) == (PROJECT, "us-central1", "serving")
     assert batch.labels == {"app": "llm-serving", "managed-by": "pulumi", "stack": "batch", "team": "ml"}
     assert batch.bucket == "example-project-batch-batch"
-    assert batch.settings.finished_retention_days == 30
+    assert batch.finished_retention_days == 30
     # The runner uses the cache's download image, through the region's Docker Hub mirror.
     assert batch.image == "us-central1-docker.pkg.dev/example-project/docker-hub/library/python:3.12.7-slim-bookworm"
     assert batch.deployment == "vllm"
