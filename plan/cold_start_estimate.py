@@ -10,11 +10,8 @@ figure here is the one to correct.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
-from config.cache import CacheSettings
-from config.serving import ServingProfile
-from config.settings import StackSettings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 # Reference write-up (docs/reference.md): 5-6 min for Autopilot to provision an A4 node.
 NODE_PROVISIONING_SECONDS = 5.5 * 60
@@ -41,6 +38,17 @@ COMPILE_WARM_SOURCE = "vllm-project/vllm#20264: 59 s to first response with a re
 
 
 @dataclass(frozen=True)
+class CacheDisk:
+    """The model cache as the estimates see it: its size and throughput, and what each bills a month."""
+
+    size_gi: int
+    throughput_mibps: int
+    price_per_gib_month: float
+    price_per_mibps_month: float
+    snapshot_price_per_gib_month: float
+
+
+@dataclass(frozen=True)
 class Figure:
     """Seconds one phase is expected to take, or None where no public figure exists; and where it comes from."""
 
@@ -51,9 +59,9 @@ class Figure:
         return {"seconds": None if self.seconds is None else round(self.seconds), "source": self.source}
 
 
-def compile_cache_enabled(profile: ServingProfile) -> bool:
+def compile_cache_enabled(env: Mapping[str, str]) -> bool:
     """Off when the engine's own switch is: vLLM 0.18.1 reads ``bool(int(VLLM_DISABLE_COMPILE_CACHE))`` (vllm/envs.py)."""
-    value = profile.env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
+    value = env.get("VLLM_DISABLE_COMPILE_CACHE", "0").strip()
     return not (value.lstrip("-").isdigit() and int(value) != 0)
 
 
@@ -66,28 +74,28 @@ def image_streamed(image_ref: str, region: str) -> bool:
     return image_ref.startswith(f"{region}-docker.pkg.dev/")
 
 
-def node_provisioning(settings: StackSettings) -> Figure:
+def node_provisioning(first_step: str) -> Figure:
     """The wait for an A4 node of the preferred capacity step."""
-    if settings.capacity.steps[0] == "flex-start":
+    if first_step == "flex-start":
         return Figure(None, FLEX_START_SOURCE)
     return Figure(NODE_PROVISIONING_SECONDS, NODE_SOURCE)
 
 
-def image(settings: StackSettings, image_ref: str) -> Figure:
+def image(image_ref: str, region: str) -> Figure:
     """Streamed when GKE can stream the image as the nodes pull it, else pulled whole."""
-    if image_streamed(image_ref, settings.region):
+    if image_streamed(image_ref, region):
         return Figure(IMAGE_STREAMED_SECONDS, IMAGE_SOURCE.format(f"{IMAGE_STREAMED_SECONDS:.0f}", "with image streaming"))
     return Figure(IMAGE_PULLED_SECONDS, IMAGE_SOURCE.format(f"{IMAGE_PULLED_SECONDS:.0f}", "pulled whole (not streamable here)"))
 
 
-def weights(cache: CacheSettings, replicas: int) -> Figure:
+def weights(cache: CacheDisk | None, replicas: int) -> Figure:
     """The weights read by ``replicas`` nodes at once from one Hyperdisk ML volume.
 
     The volume's provisioned throughput is its total, shared by every node reading it
     (docs/cold-start.md); each node reads the full weights once (its eight engines share
     the node's page cache).
     """
-    if not cache.enabled:
+    if cache is None:
         return Figure(None, "no reference figure: without the cache each replica downloads the weights from Hugging Face")
     share = cache.throughput_mibps / max(replicas, 1)
     return Figure(
@@ -182,12 +190,12 @@ def _minutes(seconds: float | None) -> float | None:
     return None if seconds is None else math.ceil(seconds / 6) / 10
 
 
-def sizing(cache: CacheSettings, replicas: int, price_per_node_hour: float | None) -> Sizing | None:
+def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | None) -> Sizing | None:
     """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it."""
     needed = throughput_for(replicas)
-    if not cache.enabled or needed <= cache.throughput_mibps:
+    if cache is None or needed <= cache.throughput_mibps:
         return None
-    now, sized = weights(cache, replicas), weights(cache.model_copy(update={"throughput_mibps": needed}), replicas)
+    now, sized = weights(cache, replicas), weights(replace(cache, throughput_mibps=needed), replicas)
     saved = (now.seconds or 0.0) - (sized.seconds or 0.0)
     return Sizing(
         throughput_mibps=needed,
@@ -197,20 +205,33 @@ def sizing(cache: CacheSettings, replicas: int, price_per_node_hour: float | Non
     )
 
 
-def expected(settings: StackSettings, *, image_ref: str, price_per_node_hour: float | None) -> ColdStart | None:
+@dataclass(frozen=True)
+class Wake:
+    """What the cold-start estimate reads: a wake to the stack's most replicas, as the plan decided it."""
+
+    replicas: int
+    # The capacity mode tried first, the image as the nodes pull it and the stack's region.
+    first_step: str
+    image_ref: str
+    region: str
+    cache: CacheDisk | None
+    compile_cache: bool
+    price_per_node_hour: float | None
+
+
+def expected(wake: Wake) -> ColdStart | None:
     """The cold start of a wake to the stack's most replicas; None for a stack that never serves."""
-    replicas = settings.max_replicas
-    if replicas == 0:
+    if wake.replicas == 0:
         return None
     return ColdStart(
-        replicas=replicas,
-        node=node_provisioning(settings),
-        image=image(settings, image_ref),
-        weights=weights(settings.cache, replicas),
+        replicas=wake.replicas,
+        node=node_provisioning(wake.first_step),
+        image=image(wake.image_ref, wake.region),
+        weights=weights(wake.cache, wake.replicas),
         compile_cold=Figure(COMPILE_COLD_SECONDS, COMPILE_COLD_SOURCE),
         compile_warm=Figure(COMPILE_WARM_SECONDS, COMPILE_WARM_SOURCE)
-        if compile_cache_enabled(settings.serving)
+        if wake.compile_cache
         else Figure(COMPILE_COLD_SECONDS, "the compile cache is off (VLLM_DISABLE_COMPILE_CACHE): every wake compiles"),
-        price_per_node_hour=price_per_node_hour,
-        sizing=sizing(settings.cache, replicas, price_per_node_hour),
+        price_per_node_hour=wake.price_per_node_hour,
+        sizing=sizing(wake.cache, wake.replicas, wake.price_per_node_hour),
     )

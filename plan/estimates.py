@@ -1,7 +1,8 @@
 """Throughput and cost estimates from the reference measurements (docs/reference.md).
 
 They hold only for the reference model, serving profile and workload; for
-anything else the estimate says that no reference figure exists.
+anything else the estimate says that no reference figure exists. The plan
+decides which applies and hands over a ``Costing``: the estimates read nothing else.
 """
 
 from __future__ import annotations
@@ -9,13 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from config.capacity import CapacitySettings
-from config.model import ModelSettings
-from config.serving import ServingProfile
-from config.settings import StackSettings
-from config.workload import WorkloadSettings
 from facts.kubernetes import quantity
-from plan.cold_start_estimate import ColdStart
+from plan.cold_start_estimate import CacheDisk, ColdStart
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
@@ -28,6 +24,34 @@ CLUSTER_FEE_PER_HOUR = 0.10
 # set capacity.pricePerNodeHour to estimate it.
 LIST_PRICE_PER_NODE_HOUR: dict[str, float] = {"spot": 32.61, "reservation": 88.93}
 HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class GatewayPods:
+    """Gateway routing as the estimates see it: the endpoint picker's Pods and the load balancer, with their prices."""
+
+    endpoint_picker_cpu: str
+    endpoint_picker_memory: str
+    endpoint_picker_replicas: int
+    price_per_vcpu_hour: float
+    price_per_gib_hour: float
+    exposure: str
+    load_balancer_price_per_hour: float
+
+
+@dataclass(frozen=True)
+class Costing:
+    """What the estimates read: the replica counts, the prices and whether a reference figure applies."""
+
+    nodes: int
+    max_replicas: int
+    # With autoscaling, the fewest replicas: the cost range spans them to the most. None without.
+    min_replicas: int | None
+    price_per_node_hour: float | None
+    cache: CacheDisk | None
+    gateway: GatewayPods | None
+    # Why no reference figure applies to the stack, or None when one does.
+    unmeasured: str | None
 
 
 @dataclass(frozen=True)
@@ -82,26 +106,14 @@ def scaling_efficiency(nodes: int) -> tuple[float, bool]:
     return _interpolate(efficiency, nodes)
 
 
-def price_per_node_hour(capacity: CapacitySettings) -> float | None:
+def price_per_node_hour(configured: float | None, first_step: str) -> float | None:
     """The configured price, else the list price of the preferred step."""
-    if capacity.price_per_node_hour is not None:
-        return capacity.price_per_node_hour
-    return LIST_PRICE_PER_NODE_HOUR.get(capacity.steps[0])
+    if configured is not None:
+        return configured
+    return LIST_PRICE_PER_NODE_HOUR.get(first_step)
 
 
-def unmeasured_reason(settings: StackSettings) -> str | None:
-    """Why no reference figure applies, or None when one does."""
-    if settings.model.id != ModelSettings().id:
-        return f"model {settings.model.id} was not measured"
-    if settings.workload != WorkloadSettings():
-        return "workload differs from the reference (input 1024, output 512, range 0.5)"
-    engine = settings.serving.model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"})
-    if engine != ServingProfile().model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"}):
-        return "serving profile differs from the reference flags"
-    return None
-
-
-def idle_bill(settings: StackSettings) -> list[tuple[str, float]]:
+def idle_bill(costing: Costing) -> list[tuple[str, float]]:
     """What a stack keeps, and bills per hour, with no replica running: the cluster and every disk and snapshot.
 
     The cache's writable disk is released once its snapshot is ready, so the read-only
@@ -109,19 +121,18 @@ def idle_bill(settings: StackSettings) -> list[tuple[str, float]]:
     an upper bound of what it stores.
     """
     bill = [("cluster fee", CLUSTER_FEE_PER_HOUR)]
-    cache = settings.cache
-    if cache.enabled:
+    cache = costing.cache
+    if cache is not None:
         disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
         bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH))
         bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH))
-    if settings.routing == "gateway":
-        bill.extend(gateway_bill(settings))
+    if costing.gateway is not None:
+        bill.extend(gateway_bill(costing.gateway))
     return bill
 
 
-def gateway_bill(settings: StackSettings) -> list[tuple[str, float]]:
+def gateway_bill(gateway: GatewayPods) -> list[tuple[str, float]]:
     """Gateway routing's own bill per hour: the endpoint picker's Pods and the load balancer, both kept at zero replicas."""
-    gateway = settings.gateway
     cpu = float(quantity(gateway.endpoint_picker_cpu))
     gib = float(quantity(gateway.endpoint_picker_memory)) / 2**30
     picker = gateway.endpoint_picker_replicas * (cpu * gateway.price_per_vcpu_hour + gib * gateway.price_per_gib_hour)
@@ -129,43 +140,42 @@ def gateway_bill(settings: StackSettings) -> list[tuple[str, float]]:
     return [("endpoint picker (Autopilot Pods)", picker), (balancer, gateway.load_balancer_price_per_hour)]
 
 
-def cost_per_hour(settings: StackSettings, nodes: int | None = None) -> float | None:
+def cost_per_hour(costing: Costing, nodes: int | None = None) -> float | None:
     """``nodes`` (default: the stack's) at the capacity's price, plus what the stack keeps; None without a price."""
-    nodes = settings.nodes if nodes is None else nodes
-    price = price_per_node_hour(settings.capacity)
+    nodes = costing.nodes if nodes is None else nodes
+    price = costing.price_per_node_hour
     if nodes and price is None:
         return None
     gpu = nodes * (price or 0.0)
-    return round(gpu + sum(cost for _, cost in idle_bill(settings)), 2)
+    return round(gpu + sum(cost for _, cost in idle_bill(costing)), 2)
 
 
-def estimate(settings: StackSettings, *, scaled_to_zero: bool) -> Estimate:
+def estimate(costing: Costing, *, scaled_to_zero: bool, cold_start: ColdStart | None) -> Estimate:
     """The figures at ``nodes`` (autoscaled from 0: at the most replicas); with autoscaling also the cost at the fewest and most.
 
     Whether the stack is scaled to zero is the plan's decision (plan/stack.py), not made here.
     """
-    figures = replace(_estimate(settings, scaled_to_zero), idle=tuple(idle_bill(settings)))
-    if not settings.autoscaling.enabled:
+    figures = replace(_estimate(costing, scaled_to_zero), idle=tuple(idle_bill(costing)), cold_start=cold_start)
+    if costing.min_replicas is None:
         return figures
-    cost_range = (cost_per_hour(settings, settings.autoscaling.min_replicas), cost_per_hour(settings, settings.max_replicas))
+    cost_range = (cost_per_hour(costing, costing.min_replicas), cost_per_hour(costing, costing.max_replicas))
     return replace(figures, cost_range=cost_range)
 
 
-def _estimate(settings: StackSettings, scaled_to_zero: bool) -> Estimate:
+def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
     # Autoscaled from 0 replicas: the figures of a batch at the most replicas.
-    nodes = 0 if scaled_to_zero else settings.nodes or settings.max_replicas
-    cost = cost_per_hour(settings, nodes)
+    nodes = 0 if scaled_to_zero else costing.nodes or costing.max_replicas
+    cost = cost_per_hour(costing, nodes)
     price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
     if scaled_to_zero:
         return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
-    unmatched = unmeasured_reason(settings)
-    if unmatched is not None:
-        return Estimate(None, cost, None, f"no reference figure: {unmatched}" + price_note)
+    if costing.unmeasured is not None:
+        return Estimate(None, cost, None, f"no reference figure: {costing.unmeasured}" + price_note)
     efficiency, extrapolated = scaling_efficiency(nodes)
     tokens = MEASURED_TOKENS_PER_SECOND[1] * nodes * efficiency
     plural = "s" if nodes > 1 else ""
     basis = f"reference: {MEASURED_TOKENS_PER_SECOND[1]:,.0f} tok/s per node x {efficiency:.1%} scaling efficiency at {nodes} node{plural}"
-    if settings.routing == "gateway":
+    if costing.gateway is not None:
         overhead, outside = _interpolate(MEASURED_GATEWAY_OVERHEAD, nodes)
         tokens *= 1 - overhead
         extrapolated = extrapolated or outside

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from config.cache import CacheSettings
@@ -21,11 +21,12 @@ from config.drain import DrainSettings
 from config.model import ModelSettings
 from config.serving import ServingProfile
 from config.settings import StackSettings
+from config.workload import WorkloadSettings
 from facts import gke
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
 from plan.batch_sizing import runner_workers
-from plan.cold_start_estimate import ColdStart, compile_cache_enabled, expected
-from plan.estimates import Estimate, estimate, price_per_node_hour
+from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
+from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
 from plan.naming import REPLICAS, CacheNames, batch_bucket_name, cache_names, compile_cache_bucket, selector_labels, stack_labels
 
 # The ComputeClass of fallback mode.
@@ -580,8 +581,9 @@ class StackPlan:
     scaled_to_zero: bool
     # Production stacks protect what holds state (cluster, network, cache): `pulumi destroy` stops before deleting anything.
     protect_state: bool
-    # Throughput and cost, on this plan's decision of whether the stack serves.
+    # Throughput and cost, on this plan's decision of whether the stack serves, and what they were computed from.
     estimate: Estimate
+    costing: Costing
     network: NetworkSpec
     cluster: ClusterSpec
     # Gateway routing's proxy-only subnet.
@@ -597,15 +599,68 @@ class StackPlan:
     batch: BatchSpec | None = None
 
 
+def unmeasured_reason(settings: StackSettings) -> str | None:
+    """Why no reference figure applies to the stack, or None when one does."""
+    if settings.model.id != ModelSettings().id:
+        return f"model {settings.model.id} was not measured"
+    if settings.workload != WorkloadSettings():
+        return "workload differs from the reference (input 1024, output 512, range 0.5)"
+    engine = settings.serving.model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"})
+    if engine != ServingProfile().model_dump(exclude={"image", "cpu", "memory", "cold_start_minutes", "port"}):
+        return "serving profile differs from the reference flags"
+    return None
+
+
+def costing(settings: StackSettings) -> Costing:
+    """What the estimates read of the stack: its replica counts, prices and whether the reference applies."""
+    cache, gateway, scaling = settings.cache, settings.gateway, settings.autoscaling
+    return Costing(
+        nodes=settings.nodes,
+        max_replicas=settings.max_replicas,
+        min_replicas=scaling.min_replicas if scaling.enabled else None,
+        price_per_node_hour=price_per_node_hour(settings.capacity.price_per_node_hour, settings.capacity.steps[0]),
+        cache=CacheDisk(
+            cache.size_gi,
+            cache.throughput_mibps,
+            cache.price_per_gib_month,
+            cache.price_per_mibps_month,
+            cache.snapshot_price_per_gib_month,
+        )
+        if cache.enabled
+        else None,
+        gateway=GatewayPods(
+            gateway.endpoint_picker_cpu,
+            gateway.endpoint_picker_memory,
+            gateway.endpoint_picker_replicas,
+            gateway.price_per_vcpu_hour,
+            gateway.price_per_gib_hour,
+            gateway.exposure,
+            gateway.load_balancer_price_per_hour,
+        )
+        if settings.routing == "gateway"
+        else None,
+        unmeasured=unmeasured_reason(settings),
+    )
+
+
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     """The specs of every component the stack registers; None for those it does not."""
     labels = stack_labels(stack, settings.labels)
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
     scaled_to_zero = settings.max_replicas == 0
-    figures = estimate(settings, scaled_to_zero=scaled_to_zero)
     image = pulled_from(settings.serving.image, settings)
-    figures = replace(figures, cold_start=expected(settings, image_ref=image, price_per_node_hour=price_per_node_hour(settings.capacity)))
+    costs = costing(settings)
+    wake = Wake(
+        replicas=settings.max_replicas,
+        first_step=settings.capacity.steps[0],
+        image_ref=image,
+        region=settings.region,
+        cache=costs.cache,
+        compile_cache=compile_cache_enabled(settings.serving.env),
+        price_per_node_hour=costs.price_per_node_hour,
+    )
+    figures = estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=expected(wake))
     serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     bucket = batch_bucket_name(settings.project, labels["stack"]) if settings.batch.enabled else None
@@ -639,7 +694,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             account_id=f"{settings.cluster.name}-compile"[:30].rstrip("-"),
             mount=CompileCacheMount(compile_cache_bucket(settings.project, settings.cluster.name), COMPILE_CACHE_FOLDER, REPLICAS),
         )
-        if compile_cache_enabled(settings.serving)
+        if wake.compile_cache
         else None
     )
     autoscaling = (
@@ -726,7 +781,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             max_replicas=settings.max_replicas,
             workers=runner_workers(settings.max_replicas),
             poll_seconds=settings.autoscaling.poll_seconds,
-            price_per_replica_hour=price_per_node_hour(settings.capacity),
+            price_per_replica_hour=costs.price_per_node_hour,
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
             expected_cold_start=figures.cold_start,
             protect=settings.production,
@@ -739,6 +794,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
         estimate=figures,
+        costing=costs,
         network=NetworkSpec(
             settings.project,
             settings.region,

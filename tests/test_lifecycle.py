@@ -170,9 +170,10 @@ def test_the_writable_cache_volume_is_released_once_the_snapshot_is_ready() -> N
 
 def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:
     from plan.estimates import idle_bill
+    from plan.stack import plan_stack
     from tests.plan.test_estimates import settings
 
-    items = dict(idle_bill(settings(nodes=0)))
+    items = dict(idle_bill(plan_stack(settings(nodes=0), "test").costing))
     assert set(items) >= {"cluster fee", "model cache disk (Hyperdisk ML, read-only)", "model cache snapshot"}
     assert all(cost > 0 for cost in items.values())
 

@@ -110,8 +110,9 @@ def test_an_autoscaled_gateway_stack_keeps_its_endpoint_picker_at_zero_nodes() -
 
 def test_estimates_show_the_cost_at_the_fewest_and_most_replicas() -> None:
     settings = StackSettings.model_validate({"project": "example-project", "nodes": 4, "autoscaling": {"enabled": True, "maxReplicas": 12}})
-    figures = plan_stack(settings, "test").estimate.as_output()
-    assert figures["costPerHourRange"] == {"fewest": cost_per_hour(settings, 0), "most": cost_per_hour(settings, 12)}
+    stack = plan_stack(settings, "test")
+    figures, costs = stack.estimate.as_output(), stack.costing
+    assert figures["costPerHourRange"] == {"fewest": cost_per_hour(costs, 0), "most": cost_per_hour(costs, 12)}
     assert (
         "costPerHourRange"
         not in plan_stack(

@@ -8,7 +8,6 @@ import pytest
 
 from components.capacity import compute_class
 from config.settings import StackSettings
-from plan.estimates import price_per_node_hour
 from plan.stack import FALLBACK_CLASS, plan_stack, scheduling
 from render.validation import validate_render
 from tests.conftest import render_with, rendered
@@ -114,7 +113,7 @@ def test_a_future_reservation_is_created_only_when_asked_and_then_left_alone() -
 
 
 def test_prices_default_to_the_reference_list_prices_and_can_be_overridden() -> None:
-    assert price_per_node_hour(settings({"mode": "spot"}).capacity) == 32.61
-    assert price_per_node_hour(settings({"mode": "reservation", "reservation": RESERVATION}).capacity) == 88.93
-    assert price_per_node_hour(settings({"mode": "flex-start"}).capacity) is None
-    assert price_per_node_hour(settings({"mode": "flex-start", "pricePerNodeHour": 50}).capacity) == 50
+    assert plan_stack(settings({"mode": "spot"}), "test").costing.price_per_node_hour == 32.61
+    assert plan_stack(settings({"mode": "reservation", "reservation": RESERVATION}), "test").costing.price_per_node_hour == 88.93
+    assert plan_stack(settings({"mode": "flex-start"}), "test").costing.price_per_node_hour is None
+    assert plan_stack(settings({"mode": "flex-start", "pricePerNodeHour": 50}), "test").costing.price_per_node_hour == 50

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from config.serving import ServingProfile
 from plan.cold_start_estimate import compile_cache_enabled
 from plan.naming import compile_cache_bucket
 from tests.conftest import render_with, rendered
@@ -68,7 +67,7 @@ def test_vllms_own_switch_turns_the_shared_cache_off() -> None:
     assert "serviceAccountName" not in spec
     assert not any("csi" in volume for volume in spec["volumes"])
     # "0" is vLLM's default, not a switch.
-    assert compile_cache_enabled(ServingProfile(env={"VLLM_DISABLE_COMPILE_CACHE": "0"}))
+    assert compile_cache_enabled({"VLLM_DISABLE_COMPILE_CACHE": "0"})
 
 
 @pytest.mark.parametrize(

@@ -107,8 +107,9 @@ def test_dollars_per_million_tokens_are_rounded_to_a_tenth_of_a_cent() -> None:
 
 def test_cost_per_hour_defaults_to_the_stacks_own_node_count() -> None:
     settings = StackSettings.model_validate({"project": "example-project", "nodes": 3, **NO_CACHE})
-    assert cost_per_hour(settings) == round(3 * 32.61 + 0.10, 2)
-    assert cost_per_hour(settings, 5) == round(5 * 32.61 + 0.10, 2)
+    costs = plan_stack(settings, "test").costing
+    assert cost_per_hour(costs) == round(3 * 32.61 + 0.10, 2)
+    assert cost_per_hour(costs, 5) == round(5 * 32.61 + 0.10, 2)
 
 
 def test_without_a_price_the_running_cost_is_unknown_but_the_idle_cost_is_not() -> None:

@@ -68,6 +68,14 @@ def test_no_component_reads_the_settings() -> None:
         assert read == set(), f"{path.name} imports {sorted(read)}: a component takes a spec from plan_stack"
 
 
+def test_the_estimates_read_what_the_plan_built_not_the_settings() -> None:
+    # The plan is computed once, in one direction: settings -> plan_stack -> estimates, never back.
+    for name in ("estimates", "cold_start_estimate", "batch_sizing"):
+        path = PROJECT_ROOT / "plan" / f"{name}.py"
+        back = {m for m in imported_modules(path) if m.split(".")[0] == "config" or m == "plan.stack"}
+        assert back == set(), f"plan/{name}.py imports {sorted(back)}"
+
+
 def test_scaled_to_zero_is_decided_once_for_every_component() -> None:
     idle = plan_stack(settings(nodes=0, routing="gateway", benchmark={"enabled": True}), "dev")
     assert idle.scaled_to_zero
