@@ -26,7 +26,6 @@ for warning in stack.warnings:
     pulumi.log.warn(warning)
 settings = stack.settings
 specs = plan_stack(settings, stack.name)
-labels = specs.labels
 
 gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
@@ -34,15 +33,15 @@ on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 # The APIs follow from the components the plan registers; the render checks each resource against them.
 apis = ProjectApis(
     "apis",
-    settings.project,
-    required_apis(
+    specs.apis,
+    apis=required_apis(
         [
             Network,
             Cluster,
             Capacity,
             *([ModelCache] if specs.cache else []),
             *([CompileCache] if specs.compile_cache else []),
-            *([ImageRegistry] if settings.registry.enabled else []),
+            *([ImageRegistry] if specs.registry else []),
             *([Autoscaling] if specs.autoscaling else []),
             *([Batch] if specs.batch else []),
             *([ProxySubnet, InferenceGateway] if specs.gateway else []),
@@ -54,15 +53,8 @@ apis = ProjectApis(
 after_apis = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[apis]))
 network = Network("network", specs.network, opts=after_apis)
 cluster = Cluster("cluster", specs.cluster, network=network.vpc.id, subnetwork=network.subnet.id, opts=after_apis)
-if settings.registry.enabled:
-    ImageRegistry(
-        "registry",
-        project=settings.project,
-        region=settings.region,
-        labels=labels,
-        reader=cluster.node_identity.member,
-        opts=after_apis,
-    )
+if specs.registry:
+    ImageRegistry("registry", specs.registry, reader=cluster.node_identity.member, opts=after_apis)
 
 # Everything below lives in the cluster, in its workload namespace.
 in_cluster = pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(depends_on=[cluster.namespace]))
@@ -75,8 +67,7 @@ Capacity(
 )
 credentials = Credentials(
     "credentials",
-    namespace=settings.cluster.namespace,
-    labels=labels,
+    specs.credentials,
     hf_token=stack.secrets.hf_token,
     api_key=stack.secrets.api_key,
     kubernetes=cluster.provider,

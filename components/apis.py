@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import pulumi
 import pulumi_gcp as gcp
 
+from plan.stack import ApisSpec
+
 # The API that serves the resources of each pulumi-gcp module the program uses.
 SERVING_API = {
     "artifactregistry": "artifactregistry.googleapis.com",
@@ -56,12 +58,12 @@ def required_apis(components: Iterable[type[pulumi.ComponentResource]]) -> tuple
 class ProjectApis(pulumi.ComponentResource):
     """Enables APIs and leaves them on at destroy: other stacks may share the project."""
 
-    def __init__(self, name: str, project: str, apis: tuple[str, ...], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, spec: ApisSpec, *, apis: tuple[str, ...], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm:platform:ProjectApis", name, None, opts)
         self.services = {
             api: gcp.projects.Service(
                 api.split(".")[0],
-                project=project,
+                project=spec.project,
                 service=api,
                 disable_on_destroy=False,
                 disable_dependent_services=False,

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.options import child_options
+from plan.stack import CredentialsSpec
 
 HF_TOKEN = "hf-token"
 API_KEY = "vllm-api-key"
@@ -31,9 +32,8 @@ class Credentials(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
+        spec: CredentialsSpec,
         *,
-        namespace: str,
-        labels: dict[str, str],
         hf_token: pulumi.Output[str] | None,
         api_key: pulumi.Output[str] | None,
         kubernetes: k8s.Provider,
@@ -42,19 +42,17 @@ class Credentials(pulumi.ComponentResource):
         super().__init__("llm:serving:Credentials", name, None, opts)
         base = child_options(self, opts, kubernetes)
         self.resources: list[pulumi.Resource] = []
-        self.hf_token = self._secret(HF_TOKEN, hf_token, namespace, labels, base)
-        self.api_key = self._secret(API_KEY, api_key, namespace, labels, base)
+        self.hf_token = self._secret(HF_TOKEN, hf_token, spec, base)
+        self.api_key = self._secret(API_KEY, api_key, spec, base)
         self.register_outputs({})
 
-    def _secret(
-        self, name: str, value: pulumi.Output[str] | None, namespace: str, labels: dict[str, str], opts: pulumi.ResourceOptions
-    ) -> SecretRef | None:
+    def _secret(self, name: str, value: pulumi.Output[str] | None, spec: CredentialsSpec, opts: pulumi.ResourceOptions) -> SecretRef | None:
         if value is None:
             return None
         self.resources.append(
             k8s.core.v1.Secret(
                 name,
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels=labels),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=spec.namespace, labels=spec.labels),
                 type="Opaque",
                 # A Pulumi secret from config: it stays one in state, previews and outputs.
                 string_data={SECRET_KEY: value},

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
-from plan.stack import UPSTREAMS
+from plan.stack import UPSTREAMS, RegistrySpec
 
 READER = "roles/artifactregistry.reader"
 
@@ -28,16 +28,16 @@ def upstream(host: str) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfig
     )
 
 
-def repository_args(host: str, *, project: str, region: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
+def repository_args(host: str, spec: RegistrySpec) -> gcp.artifactregistry.RepositoryArgs:
     return gcp.artifactregistry.RepositoryArgs(
         repository_id=UPSTREAMS[host],
-        project=project,
-        location=region,
+        project=spec.project,
+        location=spec.region,
         format="DOCKER",
         mode="REMOTE_REPOSITORY",
         description=f"{host}, cached in the stack's region for its nodes",
         remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(docker_repository=upstream(host)),
-        labels=labels,
+        labels=spec.labels,
     )
 
 
@@ -49,23 +49,19 @@ class ImageRegistry(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
+        spec: RegistrySpec,
         *,
-        project: str,
-        region: str,
-        labels: dict[str, str],
         reader: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:platform:ImageRegistry", name, None, opts)
         child = child_options(self, opts)
         for host, repository_id in UPSTREAMS.items():
-            repository = gcp.artifactregistry.Repository(
-                repository_id, repository_args(host, project=project, region=region, labels=labels), opts=child
-            )
+            repository = gcp.artifactregistry.Repository(repository_id, repository_args(host, spec), opts=child)
             gcp.artifactregistry.RepositoryIamMember(
                 f"{repository_id}-nodes-read",
-                project=project,
-                location=region,
+                project=spec.project,
+                location=spec.region,
                 repository=repository.name,
                 role=READER,
                 member=reader,

@@ -108,6 +108,24 @@ class ProxySubnetSpec:
     create: bool
 
 
+@dataclass(frozen=True)
+class ApisSpec:
+    project: str
+
+
+@dataclass(frozen=True)
+class RegistrySpec:
+    project: str
+    region: str
+    labels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CredentialsSpec:
+    namespace: str
+    labels: dict[str, str]
+
+
 # The upstream registries the stack mirrors, by host, and the remote repository of each.
 UPSTREAMS = {"docker.io": "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
 
@@ -584,8 +602,12 @@ class StackPlan:
     # Throughput and cost, on this plan's decision of whether the stack serves, and what they were computed from.
     estimate: Estimate
     costing: Costing
+    apis: ApisSpec
     network: NetworkSpec
     cluster: ClusterSpec
+    # Remote repositories of the upstream registries, when the stack pulls through them.
+    registry: RegistrySpec | None
+    credentials: CredentialsSpec
     # Gateway routing's proxy-only subnet.
     proxy_subnet: ProxySubnetSpec | None
     capacity: CapacitySpec
@@ -795,6 +817,9 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         protect_state=settings.production,
         estimate=figures,
         costing=costs,
+        apis=ApisSpec(settings.project),
+        registry=RegistrySpec(settings.project, settings.region, labels) if settings.registry.enabled else None,
+        credentials=CredentialsSpec(namespace, labels),
         network=NetworkSpec(
             settings.project,
             settings.region,

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import inspect
 import typing
 from pathlib import Path
 from typing import Any
 
+import pulumi
 from pydantic import BaseModel
 
 from config.settings import StackSettings
+from plan import stack as plan_module
 from plan.stack import StackPlan, plan_stack
 from render.engine import PROJECT_ROOT
 
@@ -66,6 +70,17 @@ def test_no_component_reads_the_settings() -> None:
     for path in sorted(COMPONENTS.glob("*.py")):
         read = {m for m in imported_modules(path) if m == "config" or m.startswith("config.")}
         assert read == set(), f"{path.name} imports {sorted(read)}: a component takes a spec from plan_stack"
+
+
+def test_every_component_takes_a_spec_from_the_plan() -> None:
+    specs = {name for name, value in vars(plan_module).items() if isinstance(value, type) and dataclasses.is_dataclass(value)}
+    for path in sorted(COMPONENTS.glob("*.py")):
+        module = importlib.import_module(f"components.{path.stem}")
+        for component in vars(module).values():
+            if isinstance(component, type) and issubclass(component, pulumi.ComponentResource) and component.__module__ == module.__name__:
+                parameters = list(inspect.signature(component.__init__).parameters.values())
+                # self, the resource name, then the spec.
+                assert parameters[2].annotation in specs, f"{component.__name__} takes {parameters[2].name}: {parameters[2].annotation}"
 
 
 def test_the_estimates_read_what_the_plan_built_not_the_settings() -> None:
