@@ -1,14 +1,18 @@
 """The model cache: weights downloaded once onto Hyperdisk ML, then served read-only.
 
-Order (docs/reference.md): a writable volume, a download Job on a CPU
-node, a VolumeSnapshot of the written volume once the Job has succeeded, and
-a ReadOnlyMany volume restored from the snapshot that every replica mounts.
-Once the snapshot is ready a release Job deletes the writable volume, so only
-the snapshot and the volume the replicas read keep billing.
+Order (docs/reference.md): a claim Job creates a writable volume, a download
+Job on a CPU node fills it, a VolumeSnapshot of the written volume is taken once
+the Job has succeeded, and a ReadOnlyMany volume restored from the snapshot is
+what every replica mounts. Once the snapshot is ready a release Job deletes the
+writable volume, so only the snapshot and the volume the replicas read keep
+billing. The writable volume is never a Pulumi resource: `pulumi refresh` would
+find it gone after its release and the next `up` would create it again
+(render/refresh.py).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -180,7 +184,7 @@ RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "workloads" / "cache_
 
 
 def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
-    """The release Job's identity: it may delete the cache's writable claim and nothing else."""
+    """The claim and release Jobs' identity: creates claims, deletes the cache's writable one, reads its snapshot."""
     name = spec.names.release
     meta = {"name": name, "namespace": spec.namespace, "labels": spec.labels}
     return [
@@ -190,7 +194,15 @@ def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
             "kind": "Role",
             "metadata": meta,
             "rules": [
-                {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [spec.names.writer], "verbs": ["delete"]}
+                # A create names no object yet, so RBAC cannot narrow it to one name.
+                {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [spec.names.writer], "verbs": ["delete"]},
+                {
+                    "apiGroups": ["snapshot.storage.k8s.io"],
+                    "resources": ["volumesnapshots"],
+                    "resourceNames": [spec.names.snapshot],
+                    "verbs": ["get"],
+                },
             ],
         },
         {
@@ -203,32 +215,32 @@ def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
     ]
 
 
-def release_job(spec: CacheSpec) -> dict[str, Any]:
-    """Deletes the writable claim once the snapshot is ready, so its disk stops billing (reclaimPolicy Delete)."""
-    component = {"app.kubernetes.io/component": "model-cache-release"}
+def _account_job(spec: CacheSpec, name: str, component: str, arguments: list[str]) -> dict[str, Any]:
+    """A short Job that runs ``workloads/cache_release.py`` as the cache's account."""
+    labels = {"app.kubernetes.io/component": component}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": spec.names.release,
+            "name": name,
             "namespace": spec.namespace,
-            "labels": {**spec.labels, **component},
-            # Like the download: a failed release is retried by the next `pulumi up`, never awaited forever.
+            "labels": {**spec.labels, **labels},
+            # Like the download: a failed run is retried by the next `pulumi up`, never awaited forever.
             "annotations": {"pulumi.com/replaceUnready": "true"},
         },
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": RELEASE_DEADLINE_MINUTES * 60,
             "template": {
-                "metadata": {"labels": component},
+                "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
                     "serviceAccountName": spec.names.release,
                     "containers": [
                         {
-                            "name": "release",
+                            "name": component.removeprefix("model-cache-"),
                             "image": spec.download_image,
-                            "command": ["python3", "-c", RELEASE_SCRIPT, spec.namespace, spec.names.writer],
+                            "command": ["python3", "-c", RELEASE_SCRIPT, *arguments],
                             "resources": guaranteed({"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "1Gi"}),
                         }
                     ],
@@ -236,6 +248,17 @@ def release_job(spec: CacheSpec) -> dict[str, Any]:
             },
         },
     }
+
+
+def claim_job(spec: CacheSpec) -> dict[str, Any]:
+    """Creates the writable claim the download fills, unless its snapshot is already ready."""
+    arguments = ["claim", spec.namespace, spec.names.snapshot, json.dumps(writer_claim(spec), sort_keys=True)]
+    return _account_job(spec, spec.names.claim, "model-cache-claim", arguments)
+
+
+def release_job(spec: CacheSpec) -> dict[str, Any]:
+    """Deletes the writable claim once the snapshot is ready, so its disk stops billing (reclaimPolicy Delete)."""
+    return _account_job(spec, spec.names.release, "model-cache-release", ["release", spec.namespace, spec.names.writer])
 
 
 def writer_claim(spec: CacheSpec) -> dict[str, Any]:
@@ -271,9 +294,14 @@ class ModelCache(pulumi.ComponentResource):
             Manifest("storage-class", storage_class(spec), base),
             Manifest("snapshot-class", snapshot_class(spec.labels), base),
         ]
-        # The provider awaits a WaitForFirstConsumer claim only once it can read its class.
-        writer = Manifest(
-            f"writer-{spec.key}", writer_claim(spec), pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=classes))
+        account = [Manifest(f"release-{spec.key}", manifest, base) for manifest in release_account(spec)]
+        # The claim's class must exist before the claim; the download's Secrets before its pod.
+        claimed = Manifest(
+            f"claim-{spec.key}",
+            claim_job(spec),
+            pulumi.ResourceOptions.merge(
+                base, pulumi.ResourceOptions(depends_on=[*classes, *account], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
+            ),
         )
         download = Manifest(
             f"download-{spec.key}",
@@ -281,7 +309,7 @@ class ModelCache(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(
                 base,
                 pulumi.ResourceOptions(
-                    depends_on=[writer, *classes, *secrets], custom_timeouts=awaits_beyond(spec.download_deadline_minutes)
+                    depends_on=[claimed, *classes, *secrets], custom_timeouts=awaits_beyond(spec.download_deadline_minutes)
                 ),
             ),
         )
@@ -305,7 +333,6 @@ class ModelCache(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[taken], protect=spec.protect)),
         )
         # Once the snapshot is ready the written disk is spent: release it (a second disk would bill forever).
-        account = [Manifest(f"release-{spec.key}", manifest, base) for manifest in release_account(spec)]
         Manifest(
             f"release-{spec.key}",
             release_job(spec),

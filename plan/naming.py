@@ -45,6 +45,7 @@ class CacheNames:
     """Names of the per-model objects; all derive from the cache's id."""
 
     writer: str
+    claim: str
     download: str
     snapshot: str
     reader: str
@@ -54,6 +55,7 @@ class CacheNames:
 def cache_names(key: str) -> CacheNames:
     return CacheNames(
         writer=f"{MODEL_CACHE_PREFIX}{key}{MODEL_CACHE_WRITER_SUFFIX}",
+        claim=f"{MODEL_CACHE_PREFIX}{key}-claim",
         download=f"model-download-{key}",
         snapshot=f"{MODEL_CACHE_PREFIX}{key}",
         reader=f"{MODEL_CACHE_PREFIX}{key}",

@@ -28,6 +28,7 @@ with Progress.on_terminal().step("loading the render's checks"):
     from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
     from render.promql import PromQLError, check_monitoring
     from render.provider_rules import ProviderConstraintError, check_provider
+    from render.refresh import RefreshError, check_refresh, refresh_text
     from render.validation import ManifestError, kubernetes_version, validate_render
 
 BUILD = PROJECT_ROOT / "build"
@@ -105,6 +106,9 @@ def check_render(render: Render, progress: Progress | None = None) -> list[str]:
     with progress.step("checking the stack's creation order and destroy"):
         check_lifecycle(render)
         report.append(f"\n{lifecycle_text(render)}")
+    with progress.step("checking what an up after `pulumi refresh` would change"):
+        check_refresh(render)
+        report.append(refresh_text(render))
     with progress.step("checking the monitoring queries"):
         queries = check_monitoring(render)
     report.append(
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     render = _render_to(options.stack, folder, progress)
     print((folder / PLAN_FILE).read_text(), end="")  # as written: the plan runs the scaling simulations
     report = check_render(render, progress)
-    (folder / LIFECYCLE_FILE).write_text(lifecycle_text(render))
+    (folder / LIFECYCLE_FILE).write_text(lifecycle_text(render) + refresh_text(render))
     print("".join(report), end="")
     print(f"written to {folder}")
     return 0
@@ -168,6 +172,7 @@ def run(argv: list[str]) -> int:
         ChartError,
         PromQLError,
         LifecycleError,
+        RefreshError,
         FileNotFoundError,
         FileExistsError,
     ) as error:

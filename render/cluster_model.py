@@ -8,6 +8,7 @@ AlreadyExists), a reference to nothing, or a field GKE's controllers refuse.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -85,12 +86,30 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return bool(selector) and all(labels.get(key) == value for key, value in selector.items())
 
 
+def _objects_in(arguments: list[str]) -> Iterator[dict[str, Any]]:
+    """Kubernetes objects a command line hands over whole, as JSON (the model cache's claim Job)."""
+    for argument in arguments:
+        if argument.startswith("{"):
+            try:
+                found = json.loads(argument)
+            except ValueError:
+                continue
+            if isinstance(found, dict) and {"apiVersion", "kind", "metadata"} <= found.keys():
+                yield found
+
+
 def made_at_runtime(objects: Iterable[Sourced]) -> list[Sourced]:
-    """Objects a workload of the stack creates once running: KEDA's operator writes its certificates' Secret."""
+    """Objects a workload of the stack creates once running: KEDA's operator writes its certificates' Secret,
+    and a Job that is handed a whole object creates it (the model cache's writable claim)."""
     made: list[Sourced] = []
     for item in objects:
         for spec, _labels in _pod_specs(item):
             for container in spec.get("containers") or []:
+                command = [str(a) for a in container.get("command") or []]
+                made.extend(
+                    Sourced(f"{item.label()} at runtime", {**found, "metadata": {"namespace": item.namespace, **found["metadata"]}})
+                    for found in _objects_in(command)
+                )
                 args = [str(a) for a in container.get("args") or []]
                 if "--enable-cert-rotation=true" in args:
                     made.extend(

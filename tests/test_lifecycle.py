@@ -149,23 +149,29 @@ def test_destroy_of_dev_deletes_dependents_before_what_they_depend_on() -> None:
                 assert order.index(resource.urn) < order.index(dependency)
 
 
-def test_the_writable_cache_volume_is_released_once_the_snapshot_is_ready() -> None:
+def test_the_writable_cache_volume_is_made_by_a_job_and_released_once_the_snapshot_is_ready() -> None:
     render = rendered("dev")
-    writer = next(r for r in render.by_type(PVC) if r.inputs["spec"]["accessModes"] == ["ReadWriteOnce"])
+    # Not a Pulumi resource: a refresh after its release would drop it, and the next up create a new disk.
+    assert all(r.inputs["spec"]["accessModes"] != ["ReadWriteOnce"] for r in render.by_type(PVC))
+    claim = next(r for r in render.by_type(JOB) if r.name.startswith("claim-"))
+    download = next(r for r in render.by_type(JOB) if r.name.startswith("download-"))
     snapshot = render.one(SNAPSHOT)
     release = next(r for r in render.by_type(JOB) if r.name.startswith("release-"))
-    assert render.depends_on(release, snapshot)
-    script = " ".join(release.inputs["spec"]["template"]["spec"]["containers"][0]["command"])
-    assert writer.inputs["metadata"]["name"] in script
+    assert render.depends_on(download, claim) and render.depends_on(snapshot, download) and render.depends_on(release, snapshot)
+    claim_command = claim.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+    writer = json.loads(claim_command[-1])
+    assert writer["kind"] == "PersistentVolumeClaim" and writer["spec"]["accessModes"] == ["ReadWriteOnce"]
+    name = writer["metadata"]["name"]
+    # The claim the download fills is the one the snapshot is taken of, and the one the release deletes.
+    volumes = download.inputs["spec"]["template"]["spec"]["volumes"]
+    assert [v["persistentVolumeClaim"]["claimName"] for v in volumes] == [name]
+    assert snapshot.inputs["spec"]["source"]["persistentVolumeClaimName"] == name
+    assert release.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-3:] == ["release", "llm-serving", name]
+    # The claim is not made again once its snapshot is ready.
+    assert claim_command[-4:-1] == ["claim", "llm-serving", snapshot.inputs["metadata"]["name"]]
     role = render.one("kubernetes:rbac.authorization.k8s.io/v1:Role")
-    assert role.inputs["rules"] == [
-        {
-            "apiGroups": [""],
-            "resources": ["persistentvolumeclaims"],
-            "resourceNames": [writer.inputs["metadata"]["name"]],
-            "verbs": ["delete"],
-        }
-    ]
+    deletes = [rule for rule in role.inputs["rules"] if "delete" in rule["verbs"]]
+    assert deletes == [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [name], "verbs": ["delete"]}]
 
 
 def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:

@@ -1,7 +1,8 @@
-"""The release script, run for real against an HTTP server on 127.0.0.1 that answers as the API server would."""
+"""The claim and release script, run for real against an HTTP server on 127.0.0.1 that answers as the API server would."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -13,14 +14,38 @@ from typing import ClassVar
 import pytest
 
 from components.model_cache import RELEASE_SCRIPT
-from workloads.cache_release import release
+from workloads.cache_release import claim, release
 
 CLAIMS = "/api/v1/namespaces/llm-serving/persistentvolumeclaims/"
+SNAPSHOTS = "/apis/snapshot.storage.k8s.io/v1/namespaces/llm-serving/volumesnapshots/"
+WRITER = json.dumps({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "model-cache-x-writer"}})
 
 
 class _ApiServer(BaseHTTPRequestHandler):
     existing: ClassVar[set[str]] = set()
+    # Snapshot name -> readyToUse.
+    snapshots: ClassVar[dict[str, bool]] = {}
     calls: ClassVar[list[tuple[str, str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.calls.append((self.command, self.path, self.headers.get("Authorization", "")))
+        name = self.path.removeprefix(SNAPSHOTS)
+        if self.path.startswith(SNAPSHOTS) and name in self.snapshots:
+            self._answer(200, json.dumps({"status": {"readyToUse": self.snapshots[name]}}).encode())
+        else:
+            self._answer(404)
+
+    def do_POST(self) -> None:
+        self.calls.append((self.command, self.path, self.headers.get("Authorization", "")))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        name = body["metadata"]["name"]
+        if self.path != CLAIMS.rstrip("/"):
+            self._answer(404)
+        elif name in self.existing:
+            self._answer(409)
+        else:
+            self.existing.add(name)
+            self._answer(201)
 
     def do_DELETE(self) -> None:
         self.calls.append((self.command, self.path, self.headers.get("Authorization", "")))
@@ -32,8 +57,7 @@ class _ApiServer(BaseHTTPRequestHandler):
         else:
             self._answer(404)
 
-    def _answer(self, status: int) -> None:
-        body = b'{"kind": "Status"}'
+    def _answer(self, status: int, body: bytes = b'{"kind": "Status"}') -> None:
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -46,6 +70,7 @@ class _ApiServer(BaseHTTPRequestHandler):
 @pytest.fixture
 def api() -> Iterator[str]:
     _ApiServer.existing = {"model-cache-x-writer"}
+    _ApiServer.snapshots = {}
     _ApiServer.calls = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
     # shutdown() returns once serve_forever next looks at its flag: every 0.5 s by default, 50 ms here.
@@ -70,6 +95,28 @@ def test_a_second_run_finds_the_claim_gone_and_succeeds(api: str) -> None:
     assert "already released" in release("llm-serving", "model-cache-x-writer", api=api, token="job-token", context=None)
 
 
+def test_claim_creates_the_writable_claim_until_its_snapshot_is_ready(api: str) -> None:
+    _ApiServer.existing = set()
+    assert "created llm-serving/model-cache-x-writer" in claim(
+        "llm-serving", "model-cache-x", WRITER, api=api, token="job-token", context=None
+    )
+    assert _ApiServer.existing == {"model-cache-x-writer"}
+    # A second run (a replaced Job) finds it there.
+    assert "already exists" in claim("llm-serving", "model-cache-x", WRITER, api=api, token="job-token", context=None)
+    # Once the snapshot is ready and the claim released, a run makes no new disk.
+    _ApiServer.snapshots = {"model-cache-x": True}
+    release("llm-serving", "model-cache-x-writer", api=api, token="job-token", context=None)
+    assert "is not needed again" in claim("llm-serving", "model-cache-x", WRITER, api=api, token="job-token", context=None)
+    assert _ApiServer.existing == set()
+    assert [call[0] for call in _ApiServer.calls] == ["GET", "POST", "GET", "POST", "DELETE", "GET"]
+
+
+def test_a_snapshot_not_yet_ready_still_gets_its_claim(api: str) -> None:
+    _ApiServer.existing = set()
+    _ApiServer.snapshots = {"model-cache-x": False}
+    assert "created" in claim("llm-serving", "model-cache-x", WRITER, api=api, token="job-token", context=None)
+
+
 def test_a_refusal_fails_the_job(api: str) -> None:
     with pytest.raises(Exception, match="403"):
         release("llm-serving", "model-cache-x-writer", api=api, token="someone-else", context=None)
@@ -78,7 +125,7 @@ def test_a_refusal_fails_the_job(api: str) -> None:
 def test_the_job_runs_the_script_file_as_it_is_committed(tmp_path: Path) -> None:
     # The Job hands the file's text to `python3 -c`; it must run as a program with only the standard library.
     completed = subprocess.run(
-        [sys.executable, "-I", "-c", RELEASE_SCRIPT, "llm-serving", "model-cache-x-writer"],
+        [sys.executable, "-I", "-c", RELEASE_SCRIPT, "release", "llm-serving", "model-cache-x-writer"],
         capture_output=True,
         text=True,
         timeout=60,
