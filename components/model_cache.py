@@ -57,7 +57,7 @@ def storage_class_name(cache: CacheSpec) -> str:
     return f"{MODEL_CACHE_PREFIX}{cache.throughput_mibps}mi"
 
 
-def _claim(cache: CacheSpec, name: str, access: str, source: str | None) -> dict[str, Any]:
+def _claim(cache: CacheSpec, name: str, access: str, source: str | None, labels: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "accessModes": [access],
         "storageClassName": storage_class_name(cache),
@@ -68,7 +68,7 @@ def _claim(cache: CacheSpec, name: str, access: str, source: str | None) -> dict
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": cache.namespace, "labels": cache.labels},
+        "metadata": {"name": name, "namespace": cache.namespace, "labels": cache.labels if labels is None else labels},
         "spec": spec,
     }
 
@@ -178,6 +178,7 @@ def snapshot(spec: CacheSpec) -> dict[str, Any]:
     }
 
 
+WRITER_LABELS = {"app.kubernetes.io/component": "model-cache-writer"}
 # Time for a small CPU node and one API call.
 RELEASE_DEADLINE_MINUTES = 10
 RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "workloads" / "cache_release.py").read_text()
@@ -252,17 +253,15 @@ def _account_job(spec: CacheSpec, name: str, component: str, arguments: list[str
 
 def claim_job(spec: CacheSpec) -> dict[str, Any]:
     """Creates the writable claim the download fills, unless its snapshot is already ready."""
-    arguments = ["claim", spec.namespace, spec.names.snapshot, json.dumps(writer_claim(spec), sort_keys=True)]
+    # Without the stack's labels: they are in the Job's command, which a label change must not replace.
+    writer = _claim(spec, spec.names.writer, "ReadWriteOnce", None, WRITER_LABELS)
+    arguments = ["claim", spec.namespace, spec.names.snapshot, json.dumps(writer, sort_keys=True)]
     return _account_job(spec, spec.names.claim, "model-cache-claim", arguments)
 
 
 def release_job(spec: CacheSpec) -> dict[str, Any]:
     """Deletes the writable claim once the snapshot is ready, so its disk stops billing (reclaimPolicy Delete)."""
     return _account_job(spec, spec.names.release, "model-cache-release", ["release", spec.namespace, spec.names.writer])
-
-
-def writer_claim(spec: CacheSpec) -> dict[str, Any]:
-    return _claim(spec, spec.names.writer, "ReadWriteOnce", None)
 
 
 def reader_claim(spec: CacheSpec) -> dict[str, Any]:

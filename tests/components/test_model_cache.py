@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from components.model_cache import download_script
@@ -52,7 +53,13 @@ def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() ->
     job = download_job(render)
     snapshot = render.one("kubernetes:snapshot.storage.k8s.io/v1:VolumeSnapshot")
     reader = claim(render, "ReadOnlyMany")
-    assert render.depends_on(claim(render, "ReadWriteOnce"), render.one("kubernetes:storage.k8s.io/v1:StorageClass"))
+    # The writable claim is made by the claim Job, after its class exists and before the download.
+    claim_job = next(r for r in render.by_type("kubernetes:batch/v1:Job") if r.name.startswith("claim-"))
+    assert render.depends_on(claim_job, render.one("kubernetes:storage.k8s.io/v1:StorageClass"))
+    assert render.depends_on(job, claim_job)
+    writer = json.loads(claim_job.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-1])
+    assert writer["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert writer["spec"]["storageClassName"] == render.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["metadata"]["name"]
     assert render.depends_on(snapshot, job)
     assert render.depends_on(reader, snapshot)
     assert reader.inputs["spec"]["dataSource"] == {
@@ -60,7 +67,7 @@ def test_the_download_finishes_before_the_snapshot_and_the_read_only_volume() ->
         "kind": "VolumeSnapshot",
         "name": snapshot.inputs["metadata"]["name"],
     }
-    assert snapshot.inputs["spec"]["source"]["persistentVolumeClaimName"] == claim(render, "ReadWriteOnce").inputs["metadata"]["name"]
+    assert snapshot.inputs["spec"]["source"]["persistentVolumeClaimName"] == writer["metadata"]["name"]
 
 
 def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it() -> None:
