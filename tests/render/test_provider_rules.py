@@ -280,7 +280,7 @@ def _sdk_names(module: str) -> set[str]:
 
 @pytest.mark.parametrize("token", sorted(RESOURCES))
 def test_every_generated_path_is_a_name_of_the_pinned_pulumi_gcp(token: str) -> None:
-    # The bridge renames (camelCase, plural lists); the SDK pulumi-gcp 9.35.0 ships is the authority.
+    # The bridge renames (camelCase, plural lists); the SDK the pinned pulumi-gcp (10.2.0) ships is the authority.
     names = _sdk_names(token.split(":")[1].split("/")[0])
     rules = constraints()["resources"][token]
     paths = [
