@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from config.section import ConfigBool, Section, kubernetes_quantity
+from config.section import ConfigBool, Section, kubernetes_quantity, memory_quantity
 
 
 class BatchSettings(Section):
@@ -19,7 +19,12 @@ class BatchSettings(Section):
     runner_memory: str = "1Gi"
     """Memory of one runner worker; the runner streams its files, so this does not grow with a batch."""
 
-    @field_validator("runner_cpu", "runner_memory")
+    @field_validator("runner_cpu")
     @classmethod
-    def _resources(cls, value: str) -> str:
+    def _cpu(cls, value: str) -> str:
         return kubernetes_quantity(value)
+
+    @field_validator("runner_memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        return memory_quantity(value)

@@ -60,7 +60,10 @@ class BenchmarkSettings(Section):
         if not match or int(match.group(3)) < BENCHMARK_MIN_CPUS:
             raise ConfigProblem((), value, f"is too small or not a machine type: the clients take 14 CPUs; use {BENCHMARK_MIN_CPUS}+ vCPUs")
         per_cpu = GB_PER_VCPU.get((match.group(1), match.group(2)))
-        if per_cpu is not None and per_cpu * int(match.group(3)) < BENCHMARK_MIN_GB:
+        if per_cpu is None:
+            shapes = ", ".join(sorted({f"{family}-{kind}" for family, kind in GB_PER_VCPU}))
+            raise ConfigProblem((), value, f"is not a machine shape whose memory is known; use one of {shapes} with 16+ vCPUs")
+        if per_cpu * int(match.group(3)) < BENCHMARK_MIN_GB:
             memory = per_cpu * int(match.group(3))
             raise ConfigProblem(
                 (), value, f"has {memory:g} GB, too little for the clients' 48Gi pod; use {BENCHMARK_MIN_GB}+ GB, e.g. c4-standard-16"

@@ -16,8 +16,8 @@ class CacheSettings(Section):
     """Pre-stage the weights on Hyperdisk ML. Off: every replica downloads them at start."""
     size_gi: int = Field(default=100, ge=40, le=65536)
     """Volume size in GiB (the FP8 27B weights are ~29 GB; at least 40)."""
-    throughput_mibps: int = Field(default=2400, ge=400)
-    """Provisioned throughput of the volume in MiB/s."""
+    throughput_mibps: int = Field(default=2400, ge=400, le=1_200_000)
+    """Provisioned throughput of the volume in MiB/s (Hyperdisk ML: 400 to 1,200,000)."""
     download_method: Literal["hf", "git-lfs"] = "git-lfs"
     """`hf` (huggingface_hub) or `git-lfs`. Xet downloads stalled at 16-20 GB for large checkpoints; git-lfs worked."""
     download_machine_family: Literal["c4a", "c3"] = "c4a"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from config.section import Section, check_name, kubernetes_quantity, private_cidr
+from config.section import Section, check_name, kubernetes_quantity, memory_quantity, private_cidr
 
 
 class GatewaySettings(Section):
@@ -50,7 +50,12 @@ class GatewaySettings(Section):
     def _cidr(cls, value: str) -> str:
         return private_cidr(value)
 
-    @field_validator("endpoint_picker_cpu", "endpoint_picker_memory")
+    @field_validator("endpoint_picker_cpu")
     @classmethod
-    def _resources(cls, value: str) -> str:
+    def _cpu(cls, value: str) -> str:
         return kubernetes_quantity(value)
+
+    @field_validator("endpoint_picker_memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        return memory_quantity(value)

@@ -12,7 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from config.problems import ConfigProblem
 from facts import images
-from facts.gcp import NON_PUBLIC_RANGES, PROHIBITED_RANGES
+from facts.gcp import NON_PUBLIC_RANGES, PROHIBITED_RANGES, PROJECT_RESTRICTED, bucket_name_problem
 from facts.kubernetes import quantity
 
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -65,6 +65,13 @@ def private_cidr(value: str) -> str:
 def project_id(value: str) -> str:
     if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", value):
         raise ConfigProblem((), value, "is not a GCP project id: 6 to 30 lowercase letters, digits or '-', starting with a letter")
+    restricted = [word for word in PROJECT_RESTRICTED if word in value]
+    if restricted:
+        raise ConfigProblem((), value, f"holds {restricted[0]!r}, which a GCP project id may not ({', '.join(PROJECT_RESTRICTED)})")
+    # Every bucket the stack derives begins with the project id.
+    problem = bucket_name_problem(value)
+    if problem:
+        raise ConfigProblem((), value, f"{problem}: the stack's bucket names begin with the project id, and Cloud Storage refuses them")
     return value
 
 
@@ -80,6 +87,14 @@ def kubernetes_quantity(value: str) -> str:
         quantity(value)
     except ValueError:
         raise ConfigProblem((), value, "is not a Kubernetes quantity such as 10, 500m, 16Gi or 1900G") from None
+    return value
+
+
+def memory_quantity(value: str) -> str:
+    """A Kubernetes quantity of bytes; the milli suffix, which Kubernetes takes, is refused: 512m is half a byte."""
+    kubernetes_quantity(value)
+    if re.fullmatch(r"[0-9.]+m", value):
+        raise ConfigProblem((), value, "is in thousandths of a byte (Kubernetes' m suffix: 512m is half a byte); use Mi or Gi, e.g. 512Mi")
     return value
 
 

@@ -8,13 +8,25 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from config.problems import ConfigProblem, one_of
-from config.section import ConfigBool, Section, kubernetes_quantity, pinned_image
+from config.section import ConfigBool, Section, kubernetes_quantity, memory_quantity, pinned_image
 from facts.gke import A4_POD_CPU, A4_POD_MEMORY, GPUS_PER_NODE
 from facts.kubernetes import ENV_NAME, quantity
 from facts.vllm import TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
 
 # Credentials vLLM and Hugging Face read from the environment.
 CREDENTIAL_VARIABLES = {"HF_TOKEN": "hfToken", "HUGGING_FACE_HUB_TOKEN": "hfToken", "VLLM_API_KEY": "apiKey"}
+# Variables the program sets on the engine (components/replicas.py), and the key that decides each: a second
+# entry of one name in the container's env is refused by server-side apply.
+PROGRAM_VARIABLES = {
+    "HF_HUB_OFFLINE": "cache.enabled",
+    "VLLM_CACHE_ROOT": "the shared compile cache, on unless VLLM_DISABLE_COMPILE_CACHE is 1",
+}
+# How vLLM reads a variable it takes as a number (vllm/envs.py), and what the value must then be.
+_NUMBER_READS = {
+    "bool-int": ("bool(int(value))", "0 or 1"),
+    "int": ("int(value)", "an integer"),
+    "float": ("float(value)", "a number"),
+}
 # The `vllm serve` flags the program sets, and the key that sets each.
 MANAGED_FLAGS = {
     "--model": "model.id",
@@ -117,10 +129,15 @@ class ServingProfile(Section):
     def _pinned(cls, value: str) -> str:
         return pinned_image(value)
 
-    @field_validator("cpu", "memory")
+    @field_validator("cpu")
     @classmethod
-    def _resources(cls, value: str) -> str:
+    def _cpu(cls, value: str) -> str:
         return kubernetes_quantity(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        return memory_quantity(value)
 
     @field_validator("data_parallel_size")
     @classmethod
@@ -152,6 +169,10 @@ class ServingProfile(Section):
         for name in value:
             if not ENV_NAME.match(name):
                 raise ConfigProblem((name,), name, "is not an environment variable name Kubernetes takes: printable ASCII without '='")
+            if name in PROGRAM_VARIABLES:
+                raise ConfigProblem(
+                    (name,), value[name], f"is set by the program (from {PROGRAM_VARIABLES[name]}); remove it from serving.env"
+                )
             if name in CREDENTIAL_VARIABLES:
                 key = CREDENTIAL_VARIABLES[name]
                 raise ConfigProblem(
@@ -216,6 +237,26 @@ class ServingProfile(Section):
         if quantity(value) > A4_POD_MEMORY:
             raise ConfigProblem((), value, f"is more memory than an A4 node gives a pod ({A4_POD_MEMORY / 2**30:.0f}Gi of its 3968Gi)")
         return value
+
+    @model_validator(mode="after")
+    def _env_numbers(self) -> ServingProfile:
+        numbers = facts(self.release).env_numbers
+        for name, text in self.env.items():
+            kind = numbers.get(name)
+            if kind is None:
+                continue
+            read, allowed = _NUMBER_READS[kind]
+            try:
+                ok = (int(text) in (0, 1)) if kind == "bool-int" else (int(text) if kind == "int" else float(text)) is not None
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConfigProblem(
+                    ("env", name),
+                    text,
+                    f"is not {allowed}: vLLM {self.release} reads {name} as {read} (vllm/envs.py), so the engine fails at start",
+                )
+        return self
 
     @model_validator(mode="after")
     def _mamba_caching(self) -> ServingProfile:

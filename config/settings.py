@@ -9,6 +9,7 @@ is its own module beside this one.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from typing import Annotated, Literal
 
@@ -32,8 +33,12 @@ from config.section import ConfigBool, Section, project_id
 from config.serving import ServingProfile
 from config.workload import WorkloadSettings
 from facts.gcp import a4_zones
-from facts.gke import A4_MACHINE_TYPE
+from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY
+from facts.kubernetes import quantity
 from facts.vllm import TTFT_HISTOGRAM
+
+# Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
+from plan.batch_sizing import runner_workers
 from plan.naming import KEDA_NAMESPACE, PROGRAM_LABELS
 
 # Valid for both GCP and Kubernetes: alphanumeric at both ends.
@@ -129,6 +134,16 @@ class StackSettings(Section):
         return value
 
     @property
+    def fewest_replicas(self) -> int:
+        """The fewest replicas a rollout may meet: the node count, or with autoscaling the fewest that serve at all."""
+        return max(self.autoscaling.min_replicas, 1) if self.autoscaling.enabled else self.nodes
+
+    @property
+    def surge_replicas(self) -> int:
+        """Replicas a rollout runs beyond the most: one when a lone replica must keep serving (a new one starts first)."""
+        return 1 if self.rollout.keep_serving and self.fewest_replicas < 2 else 0
+
+    @property
     def max_replicas(self) -> int:
         """The most replicas the stack may run: the autoscaler's maximum, else `nodes`."""
         if self.autoscaling.enabled:
@@ -215,11 +230,61 @@ class StackSettings(Section):
             raise ConfigProblem(
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
+        self._capacity_holds_the_replicas()
+        self._runner_fits_general_purpose()
+        self._benchmark_prompts()
         if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
             raise ConfigProblem(
                 ("cluster", "namespace"), self.cluster.namespace, "is where the stack installs KEDA when autoscaling is on; choose another"
             )
         return self
+
+    def _capacity_holds_the_replicas(self) -> None:
+        """A created calendar reservation is the only capacity of mode reservation: replicas beyond it never schedule."""
+        reservation = self.capacity.reservation
+        if self.capacity.mode != "reservation" or reservation is None or reservation.create is None:
+            return
+        needed = self.max_replicas + (self.surge_replicas if self.max_replicas else 0)
+        if reservation.create.nodes < needed:
+            surge = " plus the surge replica a rollout starts before stopping the lone one" if self.surge_replicas else ""
+            raise ConfigProblem(
+                ("capacity", "reservation", "create", "nodes"),
+                reservation.create.nodes,
+                f"cannot hold the replicas: the stack may run {self.max_replicas} (nodes, or autoscaling.maxReplicas){surge}, "
+                f"so reserve at least {needed} nodes",
+            )
+
+    def _runner_fits_general_purpose(self) -> None:
+        """The batch runner is a general-purpose pod of runnerCpu and runnerMemory times its workers (plan/batch_sizing.py)."""
+        if not self.batch.enabled or not self.autoscaling.enabled:
+            return
+        workers = runner_workers(max(self.max_replicas, 1))
+        for key, each, most, unit in (
+            ("runnerCpu", self.batch.runner_cpu, GENERAL_PURPOSE_MAX_CPU, 1),
+            ("runnerMemory", self.batch.runner_memory, GENERAL_PURPOSE_MAX_MEMORY, 2**30),
+        ):
+            if quantity(each) * workers > most:
+                shown = f"{most / unit:g}" + ("Gi" if unit > 1 else " vCPU")
+                raise ConfigProblem(
+                    ("batch", key),
+                    each,
+                    f"times the runner's {workers} workers (for up to {self.max_replicas} replicas) is above the {shown} Autopilot "
+                    f"gives a general-purpose pod; lower it to {most / unit / workers:.3g}" + ("Gi" if unit > 1 else "") + " or less",
+                )
+
+    def _benchmark_prompts(self) -> None:
+        """vLLM's random dataset needs one input token at the shortest: floor(inputLen x (1 - rangeRatio)) >= 1
+        with no prefix and, at least, no special tokens (vllm/benchmarks/datasets.py, RandomDataset.sample)."""
+        if not self.benchmark.enabled:
+            return
+        workload = self.workload
+        if math.floor(workload.input_tokens * (1 - workload.range_ratio)) < 1:
+            raise ConfigProblem(
+                ("workload", "inputTokens"),
+                workload.input_tokens,
+                f"is too short for vLLM's random dataset at rangeRatio {workload.range_ratio:g}: its shortest prompt would have no "
+                f"token; use at least {math.ceil(1 / (1 - workload.range_ratio))}",
+            )
 
 
 def known_keys() -> dict[tuple[str | int, ...], list[str]]:

@@ -20,7 +20,9 @@ Reads the source with ``ast`` (vLLM is not imported; it needs a GPU stack):
 - the Prometheus metrics the engine exports (``name="vllm:..."``) with their
   kind, and each histogram's default buckets where the source fixes them;
 - the flags of ``vllm bench serve`` (``benchmarks/serve.py`` and the dataset
-  parser), the literal choices among them and the ``--backend`` names.
+  parser), the literal choices among them and the ``--backend`` names;
+- the environment variables ``envs.py`` reads as numbers: ``bool-int`` when
+  its getter is ``bool(int(value))`` (``"true"`` fails), ``int`` or ``float``.
 """
 
 from __future__ import annotations
@@ -246,6 +248,43 @@ def bench_serve(root: Path) -> tuple[list[str], dict[str, list[str]]]:
     return sorted(flags), dict(sorted(choices.items()))
 
 
+_CHOICE_HELPERS = {"env_with_choices", "env_list_with_choices", "env_set_with_choices"}
+
+
+def _conversion(node: ast.AST, functions: dict[str, ast.FunctionDef]) -> str | None:
+    """How a getter turns the variable's text into a value: ``bool-int``, ``int``, ``float``, or None (text)."""
+    found: set[str] = set()
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        name = call.func.id if isinstance(call.func, ast.Name) else None
+        inner = call.args[0] if call.args else None
+        inner_name = inner.func.id if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) else None
+        if (name == "bool" and inner_name == "int") or name == "maybe_convert_bool":
+            found.add("bool-int")
+        elif name in ("int", "maybe_convert_int"):
+            found.add("int")
+        elif name == "float":
+            found.add("float")
+        elif name in functions and name not in _CHOICE_HELPERS:
+            kind = _conversion(functions[name], {k: v for k, v in functions.items() if k != name})
+            found |= {kind} if kind else set()
+    return next((kind for kind in ("bool-int", "int", "float") if kind in found), None)
+
+
+def env_numbers(root: Path) -> dict[str, str]:
+    """Variable -> how ``envs.py`` reads it as a number, for those it reads as one."""
+    tree = _tree(root / "envs.py")
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    table = _assignments(tree)["environment_variables"]
+    assert isinstance(table, ast.Dict)
+    found = {}
+    for key, value in zip(table.keys, table.values, strict=True):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            getter = functions.get(value.id, value) if isinstance(value, ast.Name) else value
+            if kind := _conversion(getter, functions):
+                found[key.value] = kind
+    return dict(sorted(found.items()))
+
+
 def facts(source: Path, url: str, sha256: str) -> dict[str, Any]:
     root = source / "vllm"
     release, commit = version(root)
@@ -266,6 +305,7 @@ def facts(source: Path, url: str, sha256: str) -> dict[str, Any]:
         "histogramBuckets": buckets,
         "benchServeFlags": bench_flags,
         "benchServeChoices": bench_choices,
+        "envNumbers": env_numbers(root),
     }
 
 

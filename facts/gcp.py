@@ -25,10 +25,64 @@ GB_PER_VCPU = {
     ("c4", "standard"): 3.75,
     ("c4", "highcpu"): 2.0,
     ("c4", "highmem"): 7.75,
+    ("c4a", "standard"): 4.0,
+    ("c4a", "highcpu"): 2.0,
+    ("c4a", "highmem"): 8.0,
+    ("c4d", "standard"): 3.875,
+    ("c4d", "highcpu"): 1.875,
+    ("c4d", "highmem"): 7.875,
     ("c3", "standard"): 4.0,
     ("c3", "highcpu"): 2.0,
     ("c3", "highmem"): 8.0,
+    ("c3d", "standard"): 4.0,
+    ("c3d", "highcpu"): 2.0,
+    ("c3d", "highmem"): 8.0,
+    ("c2", "standard"): 4.0,
+    ("c2d", "standard"): 4.0,
+    ("c2d", "highcpu"): 2.0,
+    ("c2d", "highmem"): 8.0,
+    ("n4", "standard"): 4.0,
+    ("n4", "highcpu"): 2.0,
+    ("n4", "highmem"): 8.0,
+    ("n2", "standard"): 4.0,
+    ("n2", "highcpu"): 1.0,
+    ("n2", "highmem"): 8.0,
+    ("n2d", "standard"): 4.0,
+    ("n2d", "highcpu"): 1.0,
+    ("n2d", "highmem"): 8.0,
+    ("e2", "standard"): 4.0,
+    ("e2", "highcpu"): 1.0,
+    ("e2", "highmem"): 8.0,
+    ("n1", "standard"): 3.75,
+    ("n1", "highcpu"): 0.9,
+    ("n1", "highmem"): 6.5,
+    ("t2d", "standard"): 4.0,
 }
+# Strings a project id may not contain (cloud.google.com/resource-manager/docs/creating-managing-projects).
+PROJECT_RESTRICTED = ("google", "null", "undefined", "ssl")
+# Digits Cloud Storage reads as the letters they resemble in "g00gle" (cloud.google.com/storage/docs/buckets#naming).
+_LOOK_ALIKE = str.maketrans({"0": "o", "1": "l", "3": "e"})
+
+
+def _misspellings(word: str) -> set[str]:
+    """``word`` with one letter dropped, doubled, or swapped with the next: the close misspellings."""
+    found = {word[:i] + word[i + 1 :] for i in range(len(word))}
+    found |= {word[:i] + word[i] + word[i:] for i in range(len(word))}
+    found |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+    return found - {""}
+
+
+_GOOGLE_LIKE = _misspellings("google") | {"google"}
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why Cloud Storage refuses a bucket name for its words, or None: no "goog" prefix, no "google" or close
+    misspellings such as "g00gle" (cloud.google.com/storage/docs/buckets#naming)."""
+    if name.startswith("goog"):
+        return 'begins with "goog"'
+    plain = name.translate(_LOOK_ALIKE)
+    spelled = next((word for word in sorted(_GOOGLE_LIKE) if word in plain), None)
+    return f'holds "google" or a close misspelling of it ({spelled})' if spelled else None
 
 
 @dataclass(frozen=True)

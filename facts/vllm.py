@@ -69,6 +69,8 @@ class VllmFacts:
     histogram_buckets: dict[str, tuple[float, ...]]
     bench_serve_flags: frozenset[str]
     bench_serve_choices: dict[str, tuple[str, ...]]
+    # Environment variables envs.py reads as numbers: bool-int (bool(int(value))), int or float.
+    env_numbers: dict[str, str]
 
     def takes(self, flag: str) -> bool:
         """Whether ``vllm serve`` parses ``flag`` and acts on it (a deprecated flag may be ignored)."""
@@ -102,6 +104,7 @@ def facts(release: str) -> VllmFacts:
         histogram_buckets={name: tuple(bounds) for name, bounds in data["histogramBuckets"].items()},
         bench_serve_flags=frozenset(data["benchServeFlags"]),
         bench_serve_choices={flag: tuple(values) for flag, values in data["benchServeChoices"].items()},
+        env_numbers=dict(data["envNumbers"]),
     )
 
 

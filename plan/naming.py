@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from facts.gcp import bucket_name_problem
+
 # The Deployment, Service and PodMonitoring of the replicas, and the container of each pod.
 REPLICAS = "vllm"
 # The labels every labelled resource carries; a stack's own labels may not replace them.
@@ -67,7 +69,7 @@ def compile_cache_bucket(project: str, cluster: str) -> str:
     """A bucket name unique to the project's cluster (names are global); hashed when it would pass 63 characters
     or hold "google", which Cloud Storage refuses (a project id cannot hold it)."""
     name = f"{project}-{cluster}-compile-cache"
-    if len(name) <= BUCKET_NAME_LENGTH and "google" not in cluster:
+    if len(name) <= BUCKET_NAME_LENGTH and bucket_name_problem(name) is None:
         return name
     return f"{project}-compile-cache-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
 
@@ -76,6 +78,6 @@ def batch_bucket_name(project: str, stack: str) -> str:
     """``<project>-<stack>-batch``; a stack name too long or not a bucket name's characters is hashed instead."""
     readable = f"{project}-{stack}-batch"
     # Bucket names may not contain "google" (same page).
-    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and "google" not in stack:
+    if len(readable) <= BUCKET_NAME_LENGTH and re.fullmatch(r"[a-z0-9-]+", stack) and bucket_name_problem(readable) is None:
         return readable
     return f"{project}-{hashlib.sha256(stack.encode()).hexdigest()[:8]}-batch"

@@ -354,15 +354,14 @@ def rollout(settings: StackSettings) -> Rollout:
     The fewest replicas a rollout may meet decide how many may go at once: the node
     count, or with autoscaling the fewest replicas that serve at all.
     """
-    fewest = max(settings.autoscaling.min_replicas, 1) if settings.autoscaling.enabled else settings.nodes
     parallelism = settings.rollout.parallelism
     if not settings.rollout.keep_serving:
         surge, unavailable = 0, parallelism
-    elif fewest >= 2:
-        surge, unavailable = 0, min(parallelism, fewest - 1)
-    else:
+    elif settings.surge_replicas:
         # One replica: a new one starts on a second node before the old stops (one extra node for a cold start).
-        surge, unavailable = 1, 0
+        surge, unavailable = settings.surge_replicas, 0
+    else:
+        surge, unavailable = 0, min(parallelism, settings.fewest_replicas - 1)
     return Rollout(surge, unavailable, math.ceil(max(settings.max_replicas, 1) / (surge + unavailable)))
 
 

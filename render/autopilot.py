@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from facts import gke
 from facts.kubernetes import quantity
 
 RULES = Path(__file__).parent / "vendor" / "data" / "autopilot.yaml"
@@ -148,7 +149,7 @@ def _resources(where: str, pod: dict[str, Any]) -> list[str]:
     accelerator = (pod.get("nodeSelector") or {}).get("cloud.google.com/gke-accelerator")
     row = section["by_accelerator"].get(accelerator)
     if row is None:
-        return []
+        return _general_purpose(where, pod)
     found = []
     for resource, key in (("cpu", "max_cpu"), ("memory", "max_memory")):
         total = sum((quantity(str(_requests(c).get(resource, "0"))) for c in pod.get("containers") or []), quantity("0"))
@@ -156,6 +157,23 @@ def _resources(where: str, pod: dict[str, Any]) -> list[str]:
             found.append(
                 f"{where}.containers[*].resources: {resource} {total.normalize():f} is above the {row[key]} Autopilot can give "
                 f"a {accelerator} pod (the {row['ceiling_of']} machine; {_cite(section)}, {_cite(section, row['source'])})"
+            )
+    return found
+
+
+def _general_purpose(where: str, pod: dict[str, Any]) -> list[str]:
+    """A pod that selects no compute class, machine family or accelerator is a general-purpose pod (facts/gke.py)."""
+    selector = pod.get("nodeSelector") or {}
+    if any(key in selector for key in (gke.COMPUTE_CLASS_LABEL, gke.MACHINE_FAMILY_LABEL, gke.ACCELERATOR_LABEL)):
+        return []
+    found = []
+    for resource, most in (("cpu", gke.GENERAL_PURPOSE_MAX_CPU), ("memory", gke.GENERAL_PURPOSE_MAX_MEMORY)):
+        total = sum((quantity(str(_requests(c).get(resource, "0"))) for c in pod.get("containers") or []), quantity("0"))
+        if total > most:
+            found.append(
+                f"{where}.containers[*].resources: {resource} {total.normalize():f} is above the {most.normalize():f} Autopilot "
+                "gives a general-purpose pod (autogke-pod-limit-constraints; "
+                "https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests)"
             )
     return found
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from config.problems import StackConfigError
 from config.serving import MANAGED_FLAGS
 from config.settings import known_keys
+from facts.gcp import PROJECT_RESTRICTED, bucket_name_problem
 from facts.gke import B200_MIN_MINOR
 from plan.naming import PROGRAM_LABELS
 from render.engine import Render, render_stack
@@ -30,6 +31,11 @@ CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 RESERVATION = {"name": "a4-llm-serving"}
 # A calendar-mode future reservation the stack creates, with a node for every replica a config may ask for.
 CALENDAR = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 80}
+
+
+def _takes_project(name: str) -> bool:
+    """A project id GCP takes: no restricted word, nothing Cloud Storage refuses in the buckets named after it."""
+    return not any(word in name for word in PROJECT_RESTRICTED) and bucket_name_problem(name) is None
 
 
 @st.composite
@@ -64,7 +70,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     routing = draw(st.sampled_from(["clusterip", "gateway"]))
     external = routing == "gateway" and draw(st.booleans())
     config: dict[str, Any] = {
-        "llm:project": draw(st.from_regex(r"[a-z][a-z0-9-]{4,20}[a-z0-9]", fullmatch=True)),
+        "llm:project": draw(st.from_regex(r"[a-z][a-z0-9-]{4,20}[a-z0-9]", fullmatch=True).filter(_takes_project)),
         "llm:region": region,
         "llm:zone": ZONES[region],
         "llm:nodes": draw(st.integers(0, 16)),

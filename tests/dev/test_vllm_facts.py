@@ -80,6 +80,20 @@ SOURCE = {
     "benchmarks/lib/endpoint_request_func.py": """
         ASYNC_REQUEST_FUNCS: dict[str, RequestFunc] = {"vllm": a, "openai": a}
     """,
+    "envs.py": """
+        def maybe_convert_int(value):
+            return None if value is None else int(value)
+        def disable_compile_cache():
+            return bool(int(os.getenv("VLLM_DISABLE_COMPILE_CACHE", "0")))
+        environment_variables: dict[str, Callable[[], Any]] = {
+            "VLLM_CACHE_ROOT": lambda: os.path.expanduser(os.getenv("VLLM_CACHE_ROOT", "~")),
+            "VLLM_DISABLE_COMPILE_CACHE": disable_compile_cache,
+            "VLLM_FLASH_ATTN_VERSION": lambda: maybe_convert_int(os.environ.get("VLLM_FLASH_ATTN_VERSION", None)),
+            "VLLM_LOG_STATS_INTERVAL": lambda: float(os.getenv("VLLM_LOG_STATS_INTERVAL", "10.")),
+            "VLLM_USE_MODELSCOPE": lambda: os.environ.get("VLLM_USE_MODELSCOPE", "False").lower() == "true",
+            "VLLM_ATTENTION_BACKEND": env_with_choices("VLLM_ATTENTION_BACKEND", None, ["FLASHINFER"]),
+        }
+    """,
 }
 
 
@@ -101,6 +115,12 @@ def test_the_extractor_reads_flags_choices_metrics_and_buckets(tmp_path: Path) -
     assert found["histogramBuckets"] == {"vllm:time_to_first_token_seconds": [0.5, 2560.0]}
     assert found["benchServeFlags"] == ["--backend", "--dataset-name", "--max-concurrency"]
     assert found["benchServeChoices"] == {"--backend": ["vllm", "openai"], "--dataset-name": ["random", "sharegpt"]}
+    # Text, a choice or a comparison is not a number; bool(int(...)) through a named getter is.
+    assert found["envNumbers"] == {
+        "VLLM_DISABLE_COMPILE_CACHE": "bool-int",
+        "VLLM_FLASH_ATTN_VERSION": "int",
+        "VLLM_LOG_STATS_INTERVAL": "float",
+    }
 
 
 @pytest.mark.parametrize("release", supported_releases())
