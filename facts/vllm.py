@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from facts import images
 from facts.data_files import read_yaml
 
 FACTS = Path(__file__).parent / "data" / "vllm"
@@ -51,7 +52,6 @@ CUSTOM_BUCKETS_FLAG = "--custom-histogram-buckets"
 TTFT_FAMILY = "time_to_first_token"
 # vllm/vllm-openai tags a release v<major>.<minor>.<patch>, optionally with a suffix (e.g. -cu130).
 _RELEASE_TAG = re.compile(r"^v?(?P<release>\d+\.\d+\.\d+)(?:[-+][\w.-]*)?$")
-_TAG = re.compile(r":(?P<tag>[\w][\w.-]*)(?:@sha256:[0-9a-f]{64})?$")
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,8 @@ def facts(release: str) -> VllmFacts:
 
 def tagged_release(image: str) -> str | None:
     """The release an image's tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``), or None."""
-    tag = _TAG.search(image.split("/")[-1])
-    match = _RELEASE_TAG.match(tag["tag"]) if tag else None
+    reference = images.parse(image)
+    match = _RELEASE_TAG.match(reference.tag) if reference and reference.tag else None
     return match["release"] if match else None
 
 
