@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import time
 
@@ -39,24 +40,42 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
         price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),
         estimated_usd_per_million_tokens=_optional_float(environ, layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS),
         expected_cold_start=json.loads(environ[layout.ENV_EXPECTED_COLD_START]) if environ.get(layout.ENV_EXPECTED_COLD_START) else None,
+        idle_tail_seconds=_optional_float(environ, layout.ENV_IDLE_TAIL_SECONDS) or 0.0,
+        drain_seconds=_optional_float(environ, layout.ENV_DRAIN_SECONDS) or RunnerSettings.drain_seconds,
     )
+
+
+def drain_on_sigterm(progress: Progress) -> None:
+    """The container runtime stops a pod with SIGTERM to its first process, this one. As PID 1 of its
+    namespace the kernel delivers it only to a handler (pid_namespaces(7)): without one, every stop
+    waited out the grace period and was killed. The handler only marks the drain; the runner opens no
+    new part, lets the open ones finish, hands its claim back and exits."""
+
+    def drain(signum: int, frame: object) -> None:
+        logging.getLogger("batch").info("SIGTERM: finishing the parts in flight, then handing the claim back")
+        progress.draining.value = 1
+
+    signal.signal(signal.SIGTERM, drain)
 
 
 def run(once: bool) -> None:
     settings = settings_from_env(dict(os.environ))
     deployment = DeploymentApi.in_cluster(os.environ[layout.ENV_NAMESPACE], os.environ[layout.ENV_REPLICAS_DEPLOYMENT])
     progress = Progress()
+    drain_on_sigterm(progress)
     registry = CollectorRegistry()
     registry.register(ProgressCollector(progress))
     start_http_server(int(os.environ.get(layout.ENV_METRICS_PORT) or layout.METRICS_PORT), registry=registry)
     client = storage.Client()
-    while True:
+    while not progress.draining.value:
         progress.waiting_files.value = count_waiting(settings, client)
         run_waiting(settings, client, deployment, progress)
         if once:
             return
-        # KEDA scales the runner to zero once input/ is empty; until then, look again.
-        time.sleep(settings.poll_seconds)
+        # KEDA scales the runner to zero once input/ is empty; until then, look again (a SIGTERM ends the wait).
+        deadline = time.monotonic() + settings.poll_seconds
+        while not progress.draining.value and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def main(argv: list[str]) -> None:

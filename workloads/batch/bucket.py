@@ -6,7 +6,9 @@ runners (or a runner and its own restarted self) can never both make it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -30,6 +32,15 @@ class Lease:
     started_at: float
     part_lines: int  # fixed by the first claim: a runner that takes over must cut the same parts
     replica_seconds: float = 0.0
+    # Replica-seconds of the wake this batch caused (replicas held before the first was Ready).
+    wake_replica_seconds: float = 0.0
+    # Requests this holder may have in flight (or has, if more): the others keep the global budget with it.
+    in_flight_share: int = 0
+
+
+def batch_key(name: str, generation: int) -> str:
+    """What every derived object is named by: an input's name and its generation, so a reused name is a new batch."""
+    return f"{name}/{generation}"
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,10 @@ class Claim:
     input_generation: int
     generation: int  # the claim object's, for renewing or taking over
     lease: Lease
+
+    @property
+    def key(self) -> str:
+        return batch_key(self.input_name, self.input_generation)
 
 
 class ClaimLostError(RuntimeError):
@@ -72,30 +87,65 @@ def waiting_inputs(bucket: storage.Bucket) -> list[storage.Blob]:
 def claim(bucket: storage.Bucket, source: storage.Blob, runner: str, lease_seconds: float, part_lines: int) -> Claim | None:
     """Takes the input, or a claim whose lease ran out; None when another runner holds it."""
     name = input_name(source.name)
-    claim_blob = bucket.blob(layout.CLAIMS + name)
+    key = batch_key(name, source.generation)
+    claim_blob = bucket.blob(layout.CLAIMS + key)
     now = time.time()
     lease = Lease(runner, now + lease_seconds, now, part_lines)
-    try:
-        claim_blob.upload_from_string(json.dumps(asdict(lease)), content_type="application/json", if_generation_match=0)
-        return _still_waiting(bucket, source, Claim(name, source.generation, claim_blob.generation, lease))
-    except PreconditionFailed:
-        pass
-    try:
-        held = bucket.get_blob(layout.CLAIMS + name)
-        previous = Lease(**json.loads(held.download_as_bytes(if_generation_match=held.generation))) if held else None
-    except NotFound:
-        previous = None
-    if held is None or previous is None:
+    if (generation := _write_claim(bucket, claim_blob.name, lease, 0)) is not None:
+        return _still_waiting(bucket, source, Claim(name, source.generation, generation, lease))
+    held = _read_claim(bucket, claim_blob.name)
+    if held is None:
         return None  # released meanwhile: the input is finished
+    previous, held_generation = held
     if previous.until > now:
         return None
-    # A runner that was killed: keep its start, its parts and the replica time it held.
-    lease = replace(previous, runner=runner, until=now + lease_seconds)
-    try:
-        claim_blob.upload_from_string(json.dumps(asdict(lease)), content_type="application/json", if_generation_match=held.generation)
-    except PreconditionFailed:
+    # A runner that was killed or stopped: keep its start, its parts and the replica time it held.
+    lease = replace(previous, runner=runner, until=now + lease_seconds, in_flight_share=0)
+    if (generation := _write_claim(bucket, claim_blob.name, lease, held_generation)) is None:
         return None
-    return _still_waiting(bucket, source, Claim(name, source.generation, claim_blob.generation, lease))
+    return _still_waiting(bucket, source, Claim(name, source.generation, generation, lease))
+
+
+def _read_claim(bucket: storage.Bucket, name: str) -> tuple[Lease, int] | None:
+    """A claim's lease and generation; None when it is gone, or changed between the listing and the read."""
+    try:
+        blob = bucket.get_blob(name)
+        if blob is None:
+            return None
+        # A holder renewing between these two reads makes the download fail its precondition: it is alive.
+        return Lease(**json.loads(blob.download_as_bytes(if_generation_match=blob.generation))), blob.generation
+    except (NotFound, PreconditionFailed):
+        return None
+
+
+def _write_claim(bucket: storage.Bucket, name: str, lease: Lease, if_generation_match: int) -> int | None:
+    """Writes ``lease`` if the claim is still at ``if_generation_match``; its new generation, or None if another write won.
+
+    The client retries a write whose response was lost (a precondition makes it safe to), and the retry
+    meets the generation its own first attempt made: a claim holding exactly this lease is this write.
+    """
+    body = json.dumps(asdict(lease)).encode()
+    blob = bucket.blob(name)
+    try:
+        blob.upload_from_string(body, content_type="application/json", if_generation_match=if_generation_match)
+        return int(blob.generation)
+    except PreconditionFailed:
+        try:
+            current = bucket.get_blob(name)
+            if current is not None and current.download_as_bytes(if_generation_match=current.generation) == body:
+                return int(current.generation)
+        except (NotFound, PreconditionFailed):
+            pass
+        return None
+
+
+def live_claims(bucket: storage.Bucket, now: float) -> dict[str, Lease]:
+    """Every claim whose lease has not run out, by claim object name."""
+    found = {}
+    for blob in bucket.list_blobs(prefix=layout.CLAIMS):
+        if (held := _read_claim(bucket, blob.name)) is not None and held[0].until > now:
+            found[blob.name] = held[0]
+    return found
 
 
 def _still_waiting(bucket: storage.Bucket, source: storage.Blob, held: Claim) -> Claim | None:
@@ -104,18 +154,22 @@ def _still_waiting(bucket: storage.Bucket, source: storage.Blob, held: Claim) ->
     if current is not None and current.generation == source.generation:
         return held
     with contextlib.suppress(NotFound, PreconditionFailed):
-        bucket.delete_blob(layout.CLAIMS + held.input_name, if_generation_match=held.generation)
+        bucket.delete_blob(layout.CLAIMS + held.key, if_generation_match=held.generation)
     return None
 
 
-def renew(bucket: storage.Bucket, held: Claim, lease_seconds: float, replica_seconds: float) -> Claim:
-    lease = replace(held.lease, until=time.time() + lease_seconds, replica_seconds=replica_seconds)
-    claim_blob = bucket.blob(layout.CLAIMS + held.input_name)
-    try:
-        claim_blob.upload_from_string(json.dumps(asdict(lease)), content_type="application/json", if_generation_match=held.generation)
-    except PreconditionFailed as error:
-        raise ClaimLostError(f"{held.input_name}: another runner took over the claim") from error
-    return replace(held, generation=claim_blob.generation, lease=lease)
+def renew(bucket: storage.Bucket, held: Claim, lease: Lease) -> Claim:
+    """Writes ``lease`` (a new ``until``, the replica time and the in-flight share) over the claim this runner holds."""
+    generation = _write_claim(bucket, layout.CLAIMS + held.key, lease, held.generation)
+    if generation is None:
+        raise ClaimLostError(f"{held.key}: another runner took over the claim")
+    return replace(held, generation=generation, lease=lease)
+
+
+def release(bucket: storage.Bucket, held: Claim) -> None:
+    """Ends the lease now, keeping what it holds (start, parts, replica time): the next runner takes over at once."""
+    with contextlib.suppress(ClaimLostError):
+        renew(bucket, held, replace(held.lease, until=0.0, in_flight_share=0))
 
 
 def input_lines(bucket: storage.Bucket, held: Claim) -> Iterator[bytes]:
@@ -132,46 +186,62 @@ def input_lines(bucket: storage.Bucket, held: Claim) -> Iterator[bytes]:
         yield rest
 
 
-def part_name(prefix: str, held_input: str, index: int) -> str:
-    return f"{prefix}{held_input}/part-{index:05d}.jsonl"
+def part_name(prefix: str, key: str, index: int) -> str:
+    return f"{prefix}{key}/part-{index:05d}.jsonl"
 
 
-def finished_parts(bucket: storage.Bucket, name: str) -> dict[int, PartSummary]:
-    """Parts already written for an input (by this runner or one before it), by index."""
+def finished_parts(bucket: storage.Bucket, key: str) -> dict[int, PartSummary]:
+    """Parts already written for a batch (by this runner or one before it), by index."""
     parts: dict[int, PartSummary] = {}
-    prefix = f"{layout.OUTPUT}{name}/part-"
+    prefix = f"{layout.OUTPUT}{key}/part-"
     for blob in bucket.list_blobs(prefix=prefix):
         index = int(blob.name.removeprefix(prefix).removesuffix(".jsonl"))
         parts[index] = PartSummary(**{key: int(value) for key, value in (blob.metadata or {}).items()})
     return parts
 
 
-def write_part(bucket: storage.Bucket, name: str, index: int, answers: bytes, errors: bytes, summary: PartSummary) -> None:
+def write_part(bucket: storage.Bucket, key: str, index: int, answers: bytes, errors: bytes, summary: PartSummary) -> None:
     """Writes a part's errors, then its answers: the answers part marks the lines done, once."""
+    error_blob = bucket.blob(part_name(layout.ERRORS, key, index))
+    # Left by a runner stopped before its answers part: this run's errors replace it, or, with none, it goes.
+    existing = bucket.get_blob(error_blob.name)
     if errors:
-        error_blob = bucket.blob(part_name(layout.ERRORS, name, index))
-        try:
-            error_blob.upload_from_string(errors, content_type="application/jsonl", if_generation_match=0)
-        except PreconditionFailed:
-            # Left by a runner killed before its answers part: this run's errors replace it.
-            existing = bucket.get_blob(error_blob.name)
-            generation = existing.generation if existing else 0
-            error_blob.upload_from_string(errors, content_type="application/jsonl", if_generation_match=generation)
-    answers_blob = bucket.blob(part_name(layout.OUTPUT, name, index))
+        error_blob.upload_from_string(errors, content_type="application/jsonl", if_generation_match=existing.generation if existing else 0)
+    elif existing is not None:
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            bucket.delete_blob(error_blob.name, if_generation_match=existing.generation)
+    answers_blob = bucket.blob(part_name(layout.OUTPUT, key, index))
     answers_blob.metadata = {key: str(value) for key, value in asdict(summary).items()}
-    answers_blob.upload_from_string(answers, content_type="application/jsonl", if_generation_match=0)
+    try:
+        answers_blob.upload_from_string(answers, content_type="application/jsonl", if_generation_match=0)
+    except PreconditionFailed as error:
+        # A retry of this write whose first response was lost finds its own part; any other is another holder's.
+        written = bucket.get_blob(answers_blob.name)
+        if written is None or written.md5_hash != base64.b64encode(hashlib.md5(answers).digest()).decode():
+            raise ClaimLostError(f"{key}: part {index} was written by another runner") from error
 
 
-def write_report(bucket: storage.Bucket, name: str, report: dict[str, object]) -> None:
-    bucket.blob(f"{layout.REPORTS}{name}.json").upload_from_string(json.dumps(report, indent=2) + "\n", content_type="application/json")
+def write_report(bucket: storage.Bucket, key: str, report: dict[str, object]) -> None:
+    bucket.blob(f"{layout.REPORTS}{key}.json").upload_from_string(json.dumps(report, indent=2) + "\n", content_type="application/json")
+
+
+def input_is_current(bucket: storage.Bucket, held: Claim) -> bool:
+    """Whether the claimed generation is still the input's: a new upload under the name replaces it."""
+    current = bucket.get_blob(layout.INPUT + held.input_name)
+    return current is not None and current.generation == held.input_generation
 
 
 def finish(bucket: storage.Bucket, held: Claim) -> None:
-    """Moves the input to ``finished/`` (the wake trigger stops counting it) and releases the claim."""
-    source = bucket.blob(layout.INPUT + held.input_name, generation=held.input_generation)
-    with contextlib.suppress(PreconditionFailed):  # copied by this input's run before a restart
-        bucket.copy_blob(source, bucket, layout.FINISHED + held.input_name, if_generation_match=0)
-    with contextlib.suppress(NotFound):
-        bucket.delete_blob(layout.INPUT + held.input_name, if_generation_match=held.input_generation)
-    with contextlib.suppress(NotFound):
-        bucket.delete_blob(layout.CLAIMS + held.input_name, if_generation_match=held.generation)
+    """Moves the input to ``finished/`` (the wake trigger stops counting it) and releases the claim.
+
+    An input replaced while it ran stays: the new generation is a batch of its own.
+    """
+    if input_is_current(bucket, held):
+        source = bucket.blob(layout.INPUT + held.input_name, generation=held.input_generation)
+        with contextlib.suppress(PreconditionFailed):  # copied by this batch's run before a restart
+            bucket.copy_blob(source, bucket, layout.FINISHED + held.key, if_generation_match=0)
+        # On the generation: a new upload under the name between the check and here is kept.
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            bucket.delete_blob(layout.INPUT + held.input_name, if_generation_match=held.input_generation)
+    with contextlib.suppress(NotFound, PreconditionFailed):
+        bucket.delete_blob(layout.CLAIMS + held.key, if_generation_match=held.generation)

@@ -10,7 +10,9 @@ from typing import Final
 
 # Object prefixes in the stack's batch bucket.
 INPUT: Final = "input/"  # waiting and running batches: the wake trigger counts these
-CLAIMS: Final = "claims/"  # one object per input a runner holds (created with a generation precondition)
+# Every derived object is named by the batch's key, <input name>/<input generation> (bucket.batch_key):
+# a new upload under a used name is a new batch, with its own claim, parts and report.
+CLAIMS: Final = "claims/"  # one object per batch a runner holds (created with a generation precondition)
 OUTPUT: Final = "output/"  # OpenAI batch output lines, written in parts per input
 ERRORS: Final = "errors/"  # lines that could not be sent, and requests that failed for good
 REPORTS: Final = "reports/"  # one JSON report per finished input
@@ -37,4 +39,8 @@ IN_FLIGHT: Final = "batch_in_flight_requests"  # gauge
 DONE: Final = "batch_done_requests_total"  # counter: answered with a response
 FAILED: Final = "batch_failed_requests_total"  # counter: answered with an error
 WAITING_FILES: Final = "batch_waiting_files"  # gauge: inputs not yet claimed
+# KEDA's cooldown (autoscaling.idleMinutes) plus a poll: the replicas' idle tail after the last batch.
+ENV_IDLE_TAIL_SECONDS: Final = "IDLE_TAIL_SECONDS"
+# From SIGTERM to handing the claim back: the pod's grace period less time to write and exit.
+ENV_DRAIN_SECONDS: Final = "DRAIN_SECONDS"
 ENV_WORKERS: Final = "RUNNER_WORKERS"  # worker processes in one runner pod (plan.batch_sizing.runner_workers)

@@ -32,6 +32,9 @@ def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
         line = json.loads(raw)
     except ValueError as error:
         return BadLine(None, "invalid_json", f"{where}: not JSON ({error})")
+    except RecursionError:
+        # Nested deeper than the parser's stack: one such line must not stop the batch (or crash-loop its runner).
+        return BadLine(None, "invalid_json", f"{where}: JSON nested too deeply to read")
     if not isinstance(line, dict):
         return BadLine(None, "invalid_json", f"{where}: a JSON object is required, got {type(line).__name__}")
     custom_id = line.get("custom_id")
@@ -52,9 +55,10 @@ def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
     return Request(custom_id, url, body)
 
 
-def answer_id(input_name: str, custom_id: str | None, line_number: int) -> str:
-    """The answer's ``id``: the same on every run, so a resumed batch writes what the first run would have."""
-    key = f"{input_name}\n{custom_id if custom_id is not None else f'#{line_number}'}"
+def answer_id(batch: str, custom_id: str | None, line_number: int) -> str:
+    """The answer's ``id``: the same on every run of a batch, so a resumed batch writes what the first run would
+    have, and another batch under the same name (another generation) gets its own."""
+    key = f"{batch}\n{custom_id if custom_id is not None else f'#{line_number}'}"
     return "batch_req_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 

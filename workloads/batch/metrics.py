@@ -28,6 +28,8 @@ class Progress:
     failed: Synchronized[int] = field(default_factory=_shared)
     waiting_files: Synchronized[int] = field(default_factory=_shared)
     ready_replicas: Synchronized[int] = field(default_factory=_shared)
+    budget: Synchronized[int] = field(default_factory=_shared)  # requests this pod may have in flight (its claim's share)
+    draining: Synchronized[int] = field(default_factory=_shared)  # 1 after SIGTERM: open no new part
 
     @staticmethod
     def add(value: Synchronized[int], delta: int) -> None:

@@ -2,31 +2,62 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from workloads.batch.bucket import PartSummary
 
 
+@dataclass(frozen=True)
+class ReplicaUsage:
+    """Replica-seconds the batch caused, by what they paid for (each replica holds one A4 node)."""
+
+    wake_seconds: float  # replicas held from the claim until the first was Ready: the wake's node time and model load
+    serving_seconds: float  # from the first Ready replica to the last answer
+    idle_tail_seconds: float  # after the last answer, until KEDA's cooldown takes the replicas to zero
+
+
+# What each part counts, written into the report beside its figures.
+BASIS = {
+    "wake": "replicas (Deployment status.replicas, Ready or not) from the claim to the first Ready replica, sampled",
+    "serving": "replicas from the first Ready replica to the last answer, sampled",
+    "idle_tail": "replicas at the last answer x (autoscaling.idleMinutes + one KEDA poll), when no other batch waits; "
+    "an estimate, as it comes after the report",
+}
+
+
 def build(
-    name: str,
+    key: str,
     totals: PartSummary,
     *,
+    input_lines: int | None,
+    replaced: bool,
     started_at: float,
     finished_at: float,
-    replica_seconds: float,
+    usage: ReplicaUsage,
     price_per_replica_hour: float | None,
     estimated_usd_per_million_tokens: float | None,
     cold_start: dict[str, object] | None = None,
 ) -> dict[str, Any]:
-    """The batch's figures; ``cold_start`` is how the last replica started when the batch woke them (else None)."""
+    """The batch's figures; ``cold_start`` is how the last replica started when the batch woke them (else None).
+
+    ``replaced``: a new upload under the input's name replaced it while it ran; only the lines answered
+    before are counted, and the rest were never sent.
+    """
     wall_seconds = max(finished_at - started_at, 0.0)
     tokens = totals.prompt_tokens + totals.completion_tokens
-    replica_hours = replica_seconds / 3600
+    seconds = {"wake": usage.wake_seconds, "serving": usage.serving_seconds, "idle_tail": usage.idle_tail_seconds}
+    replica_hours = sum(seconds.values()) / 3600
     cost = None if price_per_replica_hour is None else replica_hours * price_per_replica_hour
+    name, _, generation = key.rpartition("/")
     return {
         "input": name,
+        "generation": int(generation),
+        "replaced": replaced,
+        "input_lines": input_lines,
         "lines": totals.lines,
+        "not_sent": None if input_lines is None else input_lines - totals.lines,
         "succeeded": totals.succeeded,
         "failed": totals.failed,
         "bad_lines": totals.bad_lines,
@@ -38,6 +69,14 @@ def build(
         "wall_seconds": wall_seconds,
         "tokens_per_second": tokens / wall_seconds if wall_seconds > 0 else None,
         "replica_hours": replica_hours,
+        "cost_parts": {
+            part: {
+                "replica_hours": value / 3600,
+                "cost_usd": None if price_per_replica_hour is None else value / 3600 * price_per_replica_hour,
+                "counts": BASIS[part],
+            }
+            for part, value in seconds.items()
+        },
         "price_per_replica_hour_usd": price_per_replica_hour,
         "cost_usd": cost,
         "usd_per_million_tokens": None if cost is None or tokens == 0 else cost / tokens * 1_000_000,
@@ -47,10 +86,15 @@ def build(
 
 
 def summary(report: dict[str, Any]) -> str:
+    parts = report["cost_parts"]
+    replaced = f" (replaced while it ran: {report['not_sent']} lines not sent)" if report["replaced"] else ""
     return (
-        f"batch {report['input']}: {report['succeeded']} succeeded, {report['failed']} failed ({report['bad_lines']} bad lines); "
+        f"batch {report['input']} (generation {report['generation']}){replaced}: {report['succeeded']} succeeded, "
+        f"{report['failed']} failed ({report['bad_lines']} bad lines); "
         f"{report['input_tokens']} input + {report['output_tokens']} output tokens in {report['wall_seconds']:.1f} s "
-        f"({_figure(report['tokens_per_second'])} tok/s); {report['replica_hours']:.3f} replica-hours, ${_figure(report['cost_usd'])}, "
+        f"({_figure(report['tokens_per_second'])} tok/s); {report['replica_hours']:.3f} replica-hours "
+        f"(wake {parts['wake']['replica_hours']:.3f}, serving {parts['serving']['replica_hours']:.3f}, "
+        f"idle tail {parts['idle_tail']['replica_hours']:.3f}), ${_figure(report['cost_usd'])}, "
         f"${_figure(report['usd_per_million_tokens'])} per million tokens (estimate ${_figure(report['estimated_usd_per_million_tokens'])})"
     )
 

@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import multiprocessing
+import os
 import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
 import google.cloud.storage as storage
+from google.api_core.exceptions import NotFound
 
 from workloads.batch import bucket as objects
 from workloads.batch import layout, lines, report
 from workloads.batch.metrics import Progress
 from workloads.batch.replicas import Deployment, ReplicaCount, ReplicaMeter
-from workloads.batch.serving import Limiter, RetryPolicy, send
+from workloads.batch.serving import Limiter, Outcome, RetryPolicy, send
 from workloads.cold_start import phases
 
 log = logging.getLogger("batch")
@@ -38,6 +41,10 @@ class RunnerSettings:
     price_per_replica_hour: float | None = None
     estimated_usd_per_million_tokens: float | None = None
     expected_cold_start: dict[str, Any] | None = None
+    # KEDA's cooldown plus a poll: how long the replicas stay up after the last batch (the report's idle tail).
+    idle_tail_seconds: float = 0.0
+    # From SIGTERM to giving the claim back: the pod's grace period less the time to write and exit.
+    drain_seconds: float = 50.0
     part_lines: int = 1000
     lease_seconds: float = 120.0
     poll_seconds: float = 15.0
@@ -51,55 +58,113 @@ class NoReadyReplicaError(RuntimeError):
 
 
 def run_waiting(settings: RunnerSettings, client: storage.Client, deployment: Deployment, progress: Progress) -> list[str]:
-    """Runs every input no live runner holds, one after another; returns the names it finished."""
+    """Runs every batch no live runner holds, one after another, until told to drain; returns the keys it finished."""
     bucket = client.bucket(settings.bucket)
     finished = []
     for source in objects.waiting_inputs(bucket):
+        if progress.draining.value:
+            break
         held = objects.claim(bucket, source, settings.runner_id, settings.lease_seconds, settings.part_lines)
         if held is None:
             continue
-        log.info("claimed %s (generation %s)", held.input_name, held.input_generation)
-        run_input(settings, bucket, held, deployment, progress)
-        finished.append(held.input_name)
+        log.info("claimed %s", held.key)
+        if run_input(settings, bucket, held, deployment, progress):
+            finished.append(held.key)
     return finished
 
 
 def count_waiting(settings: RunnerSettings, client: storage.Client) -> int:
     bucket = client.bucket(settings.bucket)
     claimed = {blob.name.removeprefix(layout.CLAIMS) for blob in bucket.list_blobs(prefix=layout.CLAIMS)}
-    return sum(1 for source in objects.waiting_inputs(bucket) if objects.input_name(source.name) not in claimed)
+    return sum(
+        1
+        for source in objects.waiting_inputs(bucket)
+        if objects.batch_key(objects.input_name(source.name), source.generation) not in claimed
+    )
 
 
-def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Claim, deployment: Deployment, progress: Progress) -> None:
-    """Holds the claim (renewing its lease, metering replicas) while the workers answer every line."""
-    done_before = objects.finished_parts(bucket, held.input_name)
-    total = sum(1 for line in objects.input_lines(bucket, held) if line.strip())
-    progress.backlog.value = total - sum(part.lines for part in done_before.values())
-    count, woke = wait_for_ready(deployment, settings)
+def in_flight_share(ready: int, concurrency_per_replica: int, others: list[objects.Lease]) -> int:
+    """This claim's part of the global budget (Ready replicas x concurrency): an even share of the live
+    claims, and never more than the others leave free, so the sum of every holder's requests stays
+    within the budget while shares move (docs/batch-runner.md)."""
+    budget = ready * concurrency_per_replica
+    fair = budget // (1 + len(others))
+    return max(0, min(fair, budget - sum(lease.in_flight_share for lease in others)))
+
+
+def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Claim, deployment: Deployment, progress: Progress) -> bool:
+    """Holds the claim (renewing its lease, metering replicas, sharing the in-flight budget) while the
+    workers answer every line; True when the batch finished, False when it was handed back or replaced."""
+    done_before = objects.finished_parts(bucket, held.key)
+    try:
+        total = sum(1 for line in objects.input_lines(bucket, held) if line.strip())
+    except NotFound:
+        total = None  # replaced before it could be read
+    progress.backlog.value = (total or 0) - sum(part.lines for part in done_before.values())
+    wake = ReplicaMeter(held.lease.wake_replica_seconds, time.time(), ReplicaCount(0, 0))
+    count, woke = wait_for_ready(deployment, settings, wake)
     progress.ready_replicas.value = count.ready
     meter = ReplicaMeter(held.lease.replica_seconds, time.time(), count)
     stop = threading.Event()
     lost: list[BaseException] = []
     cold_start: dict[str, object] | None = None
+    drain_deadline: list[float] = []
+
+    def share(ready: int) -> int:
+        now = time.time()
+        others = [lease for name, lease in objects.live_claims(bucket, now).items() if name != layout.CLAIMS + held.key]
+        return in_flight_share(ready, settings.concurrency_per_replica, others)
+
+    def renew() -> None:
+        nonlocal held
+        lease = replace(
+            held.lease,
+            until=time.time() + settings.lease_seconds,
+            replica_seconds=meter.replica_seconds,
+            wake_replica_seconds=wake.replica_seconds,
+            # What others must leave free: this share, or more while requests above a smaller share finish.
+            in_flight_share=max(progress.budget.value, progress.in_flight.value),
+        )
+        held = objects.renew(bucket, held, lease)
 
     def keep_claim() -> None:
-        nonlocal held, cold_start
+        nonlocal cold_start
+        last_renewed = time.time()
         while not stop.wait(min(settings.poll_seconds, settings.lease_seconds / 3)):
+            if progress.draining.value:
+                drain_deadline.append(drain_deadline[0] if drain_deadline else time.monotonic() + settings.drain_seconds)
+                if time.monotonic() > drain_deadline[0]:
+                    # The grace period is nearly over: hand the claim back before the kill; unwritten parts are sent again.
+                    log.warning("%s: requests still in flight at the end of the drain; handing the claim back", held.key)
+                    objects.release(bucket, held)
+                    os._exit(0)
             try:
                 current = deployment.count()
                 meter.sample(time.time(), current)
                 progress.ready_replicas.value = current.ready
+                progress.budget.value = share(current.ready)
                 # Measured once every woken replica is Ready: the API server keeps events only an hour.
                 if woke and cold_start is None and current.ready == current.replicas > 0:
                     cold_start = last_cold_start(deployment, settings.expected_cold_start)
-            except OSError as error:
-                log.warning("reading the replicas' Deployment failed: %s", error)
-            try:
-                held = objects.renew(bucket, held, settings.lease_seconds, meter.replica_seconds)
+                renew()
+                last_renewed = time.time()
             except objects.ClaimLostError as error:
                 lost.append(error)
                 stop.set()
+            except Exception as error:  # any failure (an HTTP error, a timeout, a 403 while IAM settles) is tried again
+                log.warning("renewing the claim of %s failed: %s: %s", held.key, type(error).__name__, error)
+                if time.time() - last_renewed > settings.lease_seconds * 2 / 3:
+                    # Too close to the lease's end to keep writing: another runner may take the batch over.
+                    lost.append(objects.ClaimLostError(f"{held.key}: the lease could not be renewed ({error})"))
+                    stop.set()
 
+    try:
+        progress.budget.value = share(count.ready)
+        renew()  # the share, before any request: the others keep the budget with it
+    except objects.ClaimLostError:
+        raise
+    except Exception as error:  # the keeper tries again at its next poll
+        log.warning("renewing the claim of %s failed: %s: %s", held.key, type(error).__name__, error)
     keeper = threading.Thread(target=keep_claim, name="claim", daemon=True)
     keeper.start()
     try:
@@ -107,25 +172,42 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     finally:
         stop.set()
         keeper.join()
+        progress.budget.value = 0
     if lost:
         raise lost[0]
     meter.sample(time.time(), deployment.count())
+    parts = objects.finished_parts(bucket, held.key)
+    totals = sum(parts.values(), objects.PartSummary())
+    replaced = not objects.input_is_current(bucket, held)
+    if not replaced and total is not None and totals.lines < total:
+        # Told to drain: the answered parts are kept; the next runner sends the rest.
+        objects.release(bucket, held)
+        log.info("%s: handed back with %d of %d lines answered", held.key, totals.lines, total)
+        return False
     if woke and cold_start is None:  # the batch ended before every replica was Ready
         cold_start = last_cold_start(deployment, settings.expected_cold_start)
-    totals = sum(objects.finished_parts(bucket, held.input_name).values(), objects.PartSummary())
+    others_waiting = count_waiting(settings, bucket.client) + len(objects.live_claims(bucket, time.time())) > 1
     batch_report = report.build(
-        held.input_name,
+        held.key,
         totals,
+        input_lines=total,
+        replaced=replaced,
         started_at=held.lease.started_at,
         finished_at=time.time(),
-        replica_seconds=meter.replica_seconds,
+        usage=report.ReplicaUsage(
+            wake_seconds=wake.replica_seconds,
+            serving_seconds=meter.replica_seconds,
+            # The replicas stay up after the last batch until KEDA's cooldown ends; a batch still waiting bears it instead.
+            idle_tail_seconds=0.0 if others_waiting else meter.last.replicas * settings.idle_tail_seconds,
+        ),
         price_per_replica_hour=settings.price_per_replica_hour,
         estimated_usd_per_million_tokens=settings.estimated_usd_per_million_tokens,
         cold_start=cold_start,
     )
-    objects.write_report(bucket, held.input_name, batch_report)
+    objects.write_report(bucket, held.key, batch_report)
     objects.finish(bucket, held)
     log.info("%s", report.summary(batch_report))
+    return not replaced
 
 
 def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = None) -> dict[str, object]:
@@ -145,13 +227,17 @@ def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = No
         return {"unavailable": f"{type(error).__name__}: {error}"}
 
 
-def wait_for_ready(deployment: Deployment, settings: RunnerSettings) -> tuple[ReplicaCount, bool]:
-    """The first count with a Ready replica, and whether one was read with none: the batch woke the replicas."""
+def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: ReplicaMeter) -> tuple[ReplicaCount, bool]:
+    """The first count with a Ready replica, and whether one was read with none: the batch woke the replicas.
+
+    ``wake`` meters the replicas held meanwhile: the wake's share of the bill.
+    """
     deadline = time.monotonic() + settings.ready_timeout_seconds
     woke = False
     while True:
         try:
             count = deployment.count()
+            wake.sample(time.time(), count)
             if count.ready > 0:
                 return count, woke
             woke = True
@@ -170,7 +256,7 @@ def run_workers(settings: RunnerSettings, held: objects.Claim, progress: Progres
 
         def work() -> None:
             try:
-                asyncio.run(run_shard(settings, held, progress, 0, 1, stop.is_set))
+                asyncio.run(run_shard(settings, held, progress, 0, 1, lambda: stop.is_set() or bool(progress.draining.value)))
             except BaseException as error:
                 failures.append(error)
 
@@ -199,7 +285,7 @@ def run_workers(settings: RunnerSettings, held: objects.Claim, progress: Progres
 
 def _shard_process(settings: RunnerSettings, held: objects.Claim, progress: Progress, shard: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run_shard(settings, held, progress, shard, settings.workers, lambda: False))
+    asyncio.run(run_shard(settings, held, progress, shard, settings.workers, lambda: bool(progress.draining.value)))
 
 
 def chunks(stream: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
@@ -214,67 +300,98 @@ def chunks(stream: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
         yield part
 
 
+def shard_share(budget: int, shard: int, shards: int) -> int:
+    """One worker's part of the pod's in-flight share: the parts add up to the share, never more."""
+    return budget // shards + (1 if shard < budget % shards else 0)
+
+
 async def run_shard(
     settings: RunnerSettings, held: objects.Claim, progress: Progress, shard: int, shards: int, stopped: Callable[[], bool]
 ) -> None:
-    """Answers the parts whose index is ``shard`` modulo ``shards`` and that no earlier run finished."""
+    """Answers the parts whose index is ``shard`` modulo ``shards`` and that no earlier run finished;
+    once ``stopped``, opens no new part and lets the open ones finish."""
     client = storage.Client()
     bucket = client.bucket(settings.bucket)
-    done = await asyncio.to_thread(objects.finished_parts, bucket, held.input_name)
+    done = await asyncio.to_thread(objects.finished_parts, bucket, held.key)
 
     def concurrency() -> int:
-        return max(1, math.ceil(progress.ready_replicas.value * settings.concurrency_per_replica / shards))
+        return shard_share(progress.budget.value, shard, shards)
 
-    limiter = Limiter(concurrency())
+    limiter = Limiter(concurrency)
     # Parts being answered at once: enough to keep every slot busy while a slow line holds its part open.
-    open_parts = asyncio.Semaphore(max(2, math.ceil(2 * concurrency() / held.lease.part_lines) + 1))
+    most = max(1, math.ceil(settings.concurrency_per_replica * max(1, progress.ready_replicas.value) / shards))
+    open_parts = asyncio.Semaphore(max(2, math.ceil(2 * most / held.lease.part_lines) + 1))
     feed: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=2)
-    reader = threading.Thread(target=_read, args=(bucket, held, held.lease.part_lines, feed), daemon=True)
+    reading = threading.Event()
+    reading.set()
+    reader = threading.Thread(target=_read, args=(bucket, held, held.lease.part_lines, feed, reading), daemon=True)
     reader.start()
     seen: set[str] = set()
     pending: set[asyncio.Task[None]] = set()
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     timeout = aiohttp.ClientTimeout(total=settings.retry.request_timeout_seconds)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout, headers=headers) as session:
+    # A new connection per request: a ClusterIP Service balances connections, so kept-alive ones would
+    # never reach a replica that became Ready after they opened (docs/batch-runner.md).
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers) as session:
         index = 0
         line_number = 0
         while (chunk := await asyncio.to_thread(feed.get)) is not None:
+            if stopped():
+                break
             parsed = [lines.parse(line_number + offset + 1, raw, seen) for offset, raw in enumerate(chunk)]
             first_line, line_number = line_number + 1, line_number + len(chunk)
-            if index % shards == shard and index not in done and not stopped():
+            if index % shards == shard and index not in done:
                 await open_parts.acquire()
-                task = asyncio.create_task(
-                    _answer_part(settings, bucket, held.input_name, index, first_line, parsed, session, limiter, progress, concurrency)
-                )
+                task = asyncio.create_task(_answer_part(settings, bucket, held.key, index, first_line, parsed, session, limiter, progress))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
                 task.add_done_callback(lambda _: open_parts.release())
             index += 1
             for task in [task for task in pending if task.done()]:
                 task.result()
+        reading.clear()
         await asyncio.gather(*pending)
+    with contextlib.suppress(queue.Empty):
+        feed.get_nowait()  # let a reader blocked on a full feed see that nobody reads on
     reader.join()
 
 
-def _read(bucket: storage.Bucket, held: objects.Claim, size: int, feed: queue.Queue[list[bytes] | None]) -> None:
+def _read(bucket: storage.Bucket, held: objects.Claim, size: int, feed: queue.Queue[list[bytes] | None], reading: threading.Event) -> None:
     try:
         for chunk in chunks(objects.input_lines(bucket, held), size):
+            if not reading.is_set():
+                return
             feed.put(chunk)
+    except NotFound:
+        log.warning("%s: the input was replaced while it ran; its generation is gone", held.key)
     finally:
-        feed.put(None)
+        with contextlib.suppress(queue.Full):
+            feed.put(None, timeout=1.0)
+
+
+def answer_line(answer_id: str, custom_id: str, outcome: Outcome) -> tuple[bytes, bool]:
+    """The output line of a sent request, and whether it goes to ``output/``. As OpenAI's batch output
+    has it: an HTTP answer is a ``response`` (its status, request id and JSON body) with ``error`` null,
+    success or not; only a request that got no HTTP answer has an ``error`` and no ``response``."""
+    if outcome.status is None:
+        assert outcome.error is not None
+        return lines.answered(answer_id, custom_id, None, outcome.error), False
+    request_id = outcome.request_id or answer_id
+    response = {"status_code": outcome.status, "request_id": request_id, "body": outcome.body}
+    return lines.answered(answer_id, custom_id, response, None), outcome.succeeded
 
 
 async def _answer_part(
     settings: RunnerSettings,
     bucket: storage.Bucket,
-    name: str,
+    key: str,
     index: int,
     first_line: int,
     parsed: list[lines.Request | lines.BadLine],
     session: aiohttp.ClientSession,
     limiter: Limiter,
     progress: Progress,
-    concurrency: Callable[[], int],
 ) -> None:
     answers: list[bytes | None] = [None] * len(parsed)
     errors: list[bytes | None] = [None] * len(parsed)
@@ -286,26 +403,24 @@ async def _answer_part(
         finally:
             limiter.release()
             Progress.add(progress.in_flight, -1)
-        answer_id = lines.answer_id(name, request.custom_id, first_line + position)
-        response = None if outcome.status is None else {"status_code": outcome.status, "request_id": answer_id, "body": outcome.body}
-        if outcome.succeeded:
-            answers[position] = lines.answered(answer_id, request.custom_id, response, None)
+        line, succeeded = answer_line(lines.answer_id(key, request.custom_id, first_line + position), request.custom_id, outcome)
+        if succeeded:
+            answers[position] = line
             counts["succeeded"] += 1
             counts["prompt_tokens"] += outcome.prompt_tokens
             counts["completion_tokens"] += outcome.completion_tokens
         else:
-            errors[position] = lines.answered(answer_id, request.custom_id, response, outcome.error)
+            errors[position] = line
             counts["failed"] += 1
 
     sends = []
     for position, line in enumerate(parsed):
         if isinstance(line, lines.BadLine):
-            answer_id = lines.answer_id(name, line.custom_id, first_line + position)
+            answer_id = lines.answer_id(key, line.custom_id, first_line + position)
             errors[position] = lines.answered(answer_id, line.custom_id, None, {"code": line.code, "message": line.message})
             counts["failed"] += 1
             counts["bad_lines"] += 1
             continue
-        limiter.resize(concurrency())
         await limiter.acquire()
         Progress.add(progress.in_flight, 1)
         request = (
@@ -319,7 +434,7 @@ async def _answer_part(
     await asyncio.to_thread(
         objects.write_part,
         bucket,
-        name,
+        key,
         index,
         b"".join(line for line in answers if line is not None),
         b"".join(line for line in errors if line is not None),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import aiohttp
@@ -38,52 +38,64 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class Outcome:
     status: int | None  # None: no HTTP answer at all
-    body: Any  # the JSON answer, or the text of a non-JSON one
+    body: dict[str, Any] | None  # the JSON answer (a non-JSON one wrapped as an error object)
     error: dict[str, str] | None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    request_id: str | None = None  # the server's X-Request-Id, or its answer's id
 
     @property
     def succeeded(self) -> bool:
-        return self.error is None
+        return self.error is None and self.status == 200
 
 
 class Limiter:
-    """A concurrency bound that follows the Ready replicas while requests are in flight."""
+    """A concurrency bound read from ``limit`` whenever a slot is asked for: it follows the claim's share
+    of the global budget while requests are in flight, and may be 0 (wait for a share)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
+    # How often a waiter looks at the limit again when no request finishes (the share moves at each renewal).
+    RECHECK_SECONDS = 0.2
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        self.limit = limit
         self.in_flight = 0
-        self.waiters: deque[asyncio.Future[None]] = deque()
-
-    def resize(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self._wake()
+        self.freed = asyncio.Event()
 
     async def acquire(self) -> None:
-        while self.in_flight >= self.limit:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self.waiters.append(waiter)
-            await waiter
+        while self.in_flight >= self.limit():
+            self.freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.freed.wait(), self.RECHECK_SECONDS)
         self.in_flight += 1
 
     def release(self) -> None:
         self.in_flight -= 1
-        self._wake()
+        self.freed.set()
 
-    def _wake(self) -> None:
-        free = self.limit - self.in_flight
-        while free > 0 and self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                free -= 1
+
+def cut_short(body: Any) -> bool:
+    """An answer whose choices did not finish: vLLM aborted it (a drain cut it, finish_reason "abort") or it ended early."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices:
+        return True
+    return any(not isinstance(choice, dict) or choice.get("finish_reason") in (None, "abort") for choice in choices)
+
+
+def as_object(text: str) -> dict[str, Any]:
+    """The answer's JSON body; OpenAI's batch output always has an object there, so other text is wrapped."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    return body if isinstance(body, dict) else {"error": {"message": text, "type": "non_json_response"}}
 
 
 async def send(session: aiohttp.ClientSession, base_url: str, request: Request, policy: RetryPolicy, ready: Callable[[], bool]) -> Outcome:
     """Posts the request until a replica answers it for good or the attempts run out."""
     url = base_url.rstrip("/") + request.url.removeprefix("/v1")
-    payload = json.dumps(request.body, separators=(",", ":")).encode()
+    # A batch answer is one JSON object: a stream asked for by the line would be read as text.
+    body = {key: value for key, value in request.body.items() if key != "stream_options"} | {"stream": False}
+    payload = json.dumps(body, separators=(",", ":")).encode()
     last = Outcome(None, None, {"code": "unreachable", "message": "no attempt made"})
     for attempt in range(policy.attempts):
         if attempt:
@@ -96,23 +108,32 @@ async def send(session: aiohttp.ClientSession, base_url: str, request: Request, 
             async with session.post(url, data=payload, headers={"Content-Type": "application/json"}) as response:
                 text = await response.text()
                 status = response.status
+                header_id = response.headers.get("X-Request-Id")
         except (aiohttp.ClientError, TimeoutError) as error:
-            # Refused (no Ready endpoint), reset, or dropped mid-answer (a replica drained or was preempted).
+            # Refused (no Ready endpoint, or a replica that closed its port on SIGTERM), reset, or dropped
+            # mid-answer (a drain that ran out of time, a preemption): never an answer.
             last = Outcome(None, None, {"code": "connection_failed", "message": f"{type(error).__name__}: {error}"})
             continue
-        try:
-            body: Any = json.loads(text)
-        except ValueError:
-            body = text
+        answer = as_object(text)
+        answer_id = answer.get("id")
+        request_id = header_id or (answer_id if isinstance(answer_id, str) else None)
         if status in TRANSIENT_STATUS:
-            last = Outcome(status, body, {"code": "server_error" if status != 429 else "rate_limited", "message": f"HTTP {status}"})
+            last = Outcome(
+                status,
+                answer,
+                {"code": "server_error" if status != 429 else "rate_limited", "message": f"HTTP {status}"},
+                request_id=request_id,
+            )
             continue
         if status != 200:
-            return Outcome(status, body, {"code": "request_failed", "message": f"HTTP {status}"})
-        usage = body.get("usage") if isinstance(body, dict) else None
+            return Outcome(status, answer, {"code": "request_failed", "message": f"HTTP {status}"}, request_id=request_id)
+        if cut_short(answer):
+            last = Outcome(None, None, {"code": "incomplete_answer", "message": "an answer without a finish_reason (cut by a drain)"})
+            continue
+        usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        return Outcome(status, body, None, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        return Outcome(
+            status, answer, None, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), request_id=request_id
+        )
     assert last.error is not None
-    return Outcome(
-        last.status, last.body, {"code": last.error["code"], "message": f"{last.error['message']}, after {policy.attempts} attempts"}
-    )
+    return replace(last, error={"code": last.error["code"], "message": f"{last.error['message']}, after {policy.attempts} attempts"})

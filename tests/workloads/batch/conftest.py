@@ -194,6 +194,12 @@ def read_jsonl(bucket: storage.Bucket, prefix: str) -> list[dict[str, Any]]:
     return records
 
 
+def only_report(bucket: storage.Bucket, name: str) -> dict[str, Any]:
+    """The one report of the batches under input ``name`` (reports/<name>/<generation>.json)."""
+    (report,) = bucket.list_blobs(prefix=f"reports/{name}/")
+    return dict(json.loads(report.download_as_bytes()))
+
+
 def run_runner(bucket: str, serving_url: str, kubernetes_url: str, **overrides: Any) -> Any:
     """Runs what waits in ``bucket`` once, in this process, with retries fast enough for tests."""
     from workloads.batch.metrics import Progress
@@ -217,3 +223,125 @@ def run_runner(bucket: str, serving_url: str, kubernetes_url: str, **overrides: 
     progress = Progress()
     finished = run_waiting(RunnerSettings(**values), storage.Client(), DeploymentApi(kubernetes_url, NAMESPACE, DEPLOYMENT), progress)
     return finished, progress
+
+
+@dataclass
+class StorageCall:
+    """One request to Cloud Storage as the proxy saw it."""
+
+    method: str
+    path: str  # percent-decoded, e.g. /upload/storage/v1/b/<bucket>/o
+    query: dict[str, str]
+    body: bytes
+
+    def writes(self, prefix: str) -> bool:
+        """An upload of an object whose name starts with ``prefix`` (a multipart upload names it in its body)."""
+        return self.method == "POST" and self.path.startswith("/upload/") and f'"name": "{prefix}'.encode() in self.body
+
+    def reads(self, prefix: str) -> bool:
+        """A download or metadata read of an object whose name starts with ``prefix``."""
+        return self.method == "GET" and f"/o/{prefix}" in self.path
+
+    @property
+    def conditional(self) -> bool:
+        """Written only over an existing generation (a renewal or takeover), not a create."""
+        return self.query.get("ifGenerationMatch", "0") != "0"
+
+
+# What the proxy does with a call: None forwards it; "lose the response" forwards it and closes the
+# connection unanswered; an int answers that HTTP status without forwarding.
+Rule = Callable[[StorageCall], "str | int | None"]
+
+
+@dataclass
+class StorageProxy:
+    """Between the runner and the emulator: real Cloud Storage behaviour the emulator has no switch for
+    (a response lost after the write happened, a 403 while IAM settles), and a record of every call."""
+
+    url: str = ""
+    rules: list[Rule] = field(default_factory=list)
+    calls: list[tuple[StorageCall, str | int | None]] = field(default_factory=list)
+    # Run once a matching call has been answered upstream and before its answer returns: another party
+    # acting between two of the runner's calls.
+    between: list[tuple[Callable[[StorageCall], bool], Callable[[StorageCall], None]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def storage_proxy(emulator: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[StorageProxy]:
+    """Every storage.Client made after this fixture (the runner's included) goes through the proxy."""
+    proxy = StorageProxy()
+    upstream = urllib3.PoolManager()
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def handle_call(self) -> None:
+            split = urllib.parse.urlsplit(self.path)
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            call = StorageCall(self.command, urllib.parse.unquote(split.path), dict(urllib.parse.parse_qsl(split.query)), body)
+            with lock:
+                action = next((result for rule in proxy.rules if (result := rule(call)) is not None), None)
+                proxy.calls.append((call, action))
+                hooks = [hook for matches, hook in proxy.between if matches(call)]
+            headers = {name: value for name, value in self.headers.items() if name.lower() not in ("host", "content-length")}
+            if self.command == "GET" and call.query.get("alt") == "media" and "ifGenerationMatch" in call.query:
+                # Cloud Storage refuses a read whose generation precondition fails; the emulator serves it anyway.
+                metadata = upstream.request("GET", emulator + split.path.removeprefix("/download"), retries=False)
+                if metadata.status == 200 and str(json.loads(metadata.data)["generation"]) != call.query["ifGenerationMatch"]:
+                    action = 412
+            if isinstance(action, int):
+                self.refuse(action)
+                return
+            answer = upstream.request(self.command, emulator + self.path, body=body or None, headers=headers, retries=False)
+            for hook in hooks:
+                hook(call)
+            if action == "lose the response":
+                self.close_connection = True
+                self.connection.shutdown(2)  # the write happened; its answer never arrives
+                return
+            data = answer.data
+            if answer.headers.get("Content-Type", "").startswith("application/json"):
+                data = data.replace(emulator.encode(), proxy.url.encode())  # media links lead back here
+            self.send_response(answer.status)
+            for name, value in answer.headers.items():
+                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def refuse(self, status: int) -> None:
+            raw = json.dumps({"error": {"code": status, "message": "from the test's proxy"}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_GET(self) -> None:
+            self.handle_call()
+
+        def do_POST(self) -> None:
+            self.handle_call()
+
+        def do_PUT(self) -> None:
+            self.handle_call()
+
+        def do_PATCH(self) -> None:
+            self.handle_call()
+
+        def do_DELETE(self) -> None:
+            self.handle_call()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+    yield proxy
+    server.shutdown()
+    server.server_close()

@@ -17,7 +17,7 @@ from typing import Any
 import google.cloud.storage as storage
 import pytest
 
-from tests.workloads.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_line, read_jsonl, run_runner, upload_lines
+from tests.workloads.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_line, only_report, read_jsonl, run_runner, upload_lines
 from tests.workloads.cold_start import samples
 
 
@@ -35,7 +35,7 @@ def test_every_custom_id_is_answered_exactly_once_through_503_429_drops_and_slow
     finished, _ = run_once(bucket, server, kubernetes_api)
 
     answers = read_jsonl(bucket, "output/faults.jsonl/")
-    assert finished == ["faults.jsonl"]
+    assert [key.rpartition("/")[0] for key in finished] == ["faults.jsonl"]
     assert Counter(answer["custom_id"] for answer in answers) == Counter(ids)
     assert all(answer["response"]["status_code"] == 200 and answer["error"] is None for answer in answers)
     assert read_jsonl(bucket, "errors/faults.jsonl/") == []
@@ -65,7 +65,7 @@ def test_each_kind_of_bad_line_goes_to_errors_and_the_batch_goes_on(
     assert errors[("a", "duplicate_custom_id")].startswith("line 4:")
     assert errors[(None, "invalid_json")].startswith("line 2:")
     assert sorted(answer["custom_id"] for answer in read_jsonl(bucket, "output/bad.jsonl/")) == ["a", "b"]
-    report = json.loads(bucket.blob("reports/bad.jsonl.json").download_as_bytes())
+    report = only_report(bucket, "bad.jsonl")
     assert (report["lines"], report["succeeded"], report["failed"], report["bad_lines"]) == (7, 2, 5, 5)
 
 
@@ -80,7 +80,7 @@ def test_a_replica_that_drains_and_comes_back_loses_no_request(
 
     assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, "output/drain.jsonl/")) == Counter(ids)
     assert not list(bucket.list_blobs(prefix="input/"))
-    assert [blob.name for blob in bucket.list_blobs(prefix="finished/")] == ["finished/drain.jsonl"]
+    assert [blob.name.rpartition("/")[0] for blob in bucket.list_blobs(prefix="finished/")] == ["finished/drain.jsonl"]
     assert not list(bucket.list_blobs(prefix="claims/"))
 
 
@@ -94,7 +94,9 @@ def test_requests_that_fail_for_good_are_answered_once_in_errors(
 
     errors = read_jsonl(bucket, "errors/wrong-model.jsonl/")
     assert sorted(error["custom_id"] for error in errors) == sorted(f"w{i}" for i in range(20))
-    assert {(error["response"]["status_code"], error["error"]["code"]) for error in errors} == {(404, "request_failed")}
+    # OpenAI's batch output: an HTTP failure is its response (status, request id, JSON body) with error null.
+    assert {(error["response"]["status_code"], error["error"]) for error in errors} == {(404, None)}
+    assert all(isinstance(error["response"]["body"], dict) and error["response"]["request_id"] for error in errors)
     assert server.stats()["requests"] == 20  # a 404 is not retried
     assert read_jsonl(bucket, "output/wrong-model.jsonl/") == []
 
@@ -110,7 +112,7 @@ def test_two_runners_never_take_one_file(bucket: storage.Bucket, vllm_like: Call
         finished = [run.result(timeout=120)[0] for run in runs]
 
     assert not set(finished[0]) & set(finished[1])
-    assert sorted(finished[0] + finished[1]) == names
+    assert sorted(key.rpartition("/")[0] for key in finished[0] + finished[1]) == names
     answered = server.stats()["answered"]
     assert len(answered) == 800 and set(answered.values()) == {1}  # no line was sent twice
 
@@ -125,7 +127,7 @@ def test_one_claim_wins_a_race_of_eight(bucket: storage.Bucket) -> None:
 
     winners = [claim for claim in claims if claim is not None]
     assert len(winners) == 1
-    assert json.loads(bucket.blob("claims/raced.jsonl").download_as_bytes())["runner"] == winners[0].lease.runner
+    assert json.loads(bucket.blob(f"claims/raced.jsonl/{source.generation}").download_as_bytes())["runner"] == winners[0].lease.runner
 
 
 def test_report_arithmetic_matches_the_output(
@@ -138,7 +140,7 @@ def test_report_arithmetic_matches_the_output(
 
     run_once(bucket, server, kubernetes_api, price_per_replica_hour=88.93, estimated_usd_per_million_tokens=0.27)
 
-    report = json.loads(bucket.blob("reports/costed.jsonl.json").download_as_bytes())
+    report = only_report(bucket, "costed.jsonl")
     usages = [answer["response"]["body"]["usage"] for answer in read_jsonl(bucket, "output/costed.jsonl/")]
     input_tokens = sum(3 + i % 5 for i in range(600))
     output_tokens = sum(10 + i % 7 for i in range(600))
@@ -220,7 +222,8 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
     assert 0 < len(kept) < len(ids)
 
     # Until the killed runner's lease runs out: the time its claim holds, from its last renewal.
-    while (until := json.loads(bucket.blob("claims/killed.jsonl").download_as_bytes())["until"]) >= time.time():
+    (claim,) = bucket.list_blobs(prefix="claims/killed.jsonl/")
+    while (until := json.loads(claim.download_as_bytes())["until"]) >= time.time():
         time.sleep(max(0.0, until - time.time()) + 0.01)
     run_once(bucket, server, kubernetes_api, part_lines=100)  # the parts the first claim fixed (500) still hold
 
@@ -258,7 +261,7 @@ def test_a_runners_peak_memory_stays_flat_from_two_thousand_to_twenty_thousand_l
     # Holding the input (or its answers) would grow the peak by more than the extra input; the
     # custom_id index is the one thing that grows with the lines (about 100 bytes a line).
     assert large - small < 0.25 * extra_input, (small, large, extra_input)
-    report = json.loads(bucket.blob("reports/size-20000.jsonl.json").download_as_bytes())
+    report = only_report(bucket, "size-20000.jsonl")
     assert (report["succeeded"], report["bad_lines"]) == (800, 19_200)
 
 
@@ -294,7 +297,7 @@ def test_a_batch_that_woke_the_replicas_reports_how_the_last_one_started(
     wake = wake_replicas(kubernetes_api)
     upload_lines(bucket, "woke.jsonl", [chat_line(f"woke-{i}") for i in range(20)])
     run_once(bucket, vllm_like(), kubernetes_api, **wake)
-    cold_start = json.loads(bucket.blob("reports/woke.jsonl.json").download_as_bytes())["cold_start"]
+    cold_start = only_report(bucket, "woke.jsonl")["cold_start"]
     assert cold_start["pod"] == samples.POD  # the pod that started last, not yesterday's
     # From the samples' stamps: first event 12:00:00, Scheduled 12:05:31, Started 12:05:45, the slowest engine's
     # weights 12:06:41.007 and graphs 12:13:20.019, the server 12:13:31.224.
@@ -316,11 +319,11 @@ def test_a_batch_that_found_replicas_ready_reports_no_cold_start_and_one_whose_e
     server = vllm_like()
     upload_lines(bucket, "warm.jsonl", [chat_line("warm")])
     run_once(bucket, server, kubernetes_api)
-    assert json.loads(bucket.blob("reports/warm.jsonl.json").download_as_bytes())["cold_start"] is None
+    assert only_report(bucket, "warm.jsonl")["cold_start"] is None
     wake = wake_replicas(kubernetes_api)  # the API server keeps events an hour (--event-ttl): none is left here
     upload_lines(bucket, "expired.jsonl", [chat_line("expired")])
     run_once(bucket, server, kubernetes_api, **wake)
-    cold_start = json.loads(bucket.blob("reports/expired.jsonl.json").download_as_bytes())["cold_start"]
+    cold_start = only_report(bucket, "expired.jsonl")["cold_start"]
     assert cold_start == {"unavailable": "no Started event of a pod named vllm-... in the events"}
 
 
@@ -333,7 +336,7 @@ def test_an_api_server_answer_the_parser_cannot_read_leaves_the_batch_whole_and_
     ids = [f"odd-{i}" for i in range(20)]
     upload_lines(bucket, "odd.jsonl", [chat_line(custom_id) for custom_id in ids])
     run_once(bucket, vllm_like(), kubernetes_api, **wake)
-    report = json.loads(bucket.blob("reports/odd.jsonl.json").download_as_bytes())
+    report = only_report(bucket, "odd.jsonl")
     assert report["succeeded"] == len(ids)
     assert set(report["cold_start"]) == {"unavailable"}
 
@@ -354,7 +357,7 @@ def test_a_woken_batch_reports_each_phase_measured_beside_the_stacks_estimate(
         "compileWarmCache": {"seconds": 59, "source": "warm"},
     }
     run_once(bucket, vllm_like(), kubernetes_api, expected_cold_start={"phases": expected}, **wake)
-    cold_start = json.loads(bucket.blob("reports/expected.jsonl.json").download_as_bytes())["cold_start"]
+    cold_start = only_report(bucket, "expected.jsonl")["cold_start"]
     # Measured from the samples' stamps (see the test above); the cache was cold, so the cold figure applies.
     rows = {
         "node provisioned": (331.0, 330),

@@ -30,6 +30,7 @@ class Faults:
     slow_seconds: float = 0.0
     drain_after: int = 0  # after this many requests the server stops listening (a replica draining) ...
     drain_seconds: float = 0.0  # ... and listens again this much later
+    abort_every: int = 0  # a 200 whose choice vLLM aborted: finish_reason "abort", no tokens
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -120,6 +121,10 @@ class Server:
                 "completion_tokens": completion_tokens,
             },
         }
+        if f.abort_every and n % f.abort_every == 0:
+            choice.update(finish_reason="abort")
+            answer["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens, "completion_tokens": 0}
+            return web.json_response(answer)
         if f.drop_every and n % f.drop_every == 0:
             raw = json.dumps(answer).encode()
             response = web.StreamResponse(headers={"Content-Type": "application/json", "Content-Length": str(len(raw))})

@@ -1,0 +1,247 @@
+"""The runner over more than one batch, as a user meets it: reused names, Cloud Storage's real answers, cut answers.
+
+Each test here failed on the runner before issue 32's fixes; each names the class it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import google.cloud.storage as storage
+
+from tests.workloads.batch.conftest import (
+    KubernetesApi,
+    StorageCall,
+    StorageProxy,
+    VllmLike,
+    chat_line,
+    read_jsonl,
+    run_runner,
+    upload_lines,
+)
+from workloads.batch import bucket as objects
+from workloads.batch import layout
+
+
+def reports(bucket: storage.Bucket, name: str) -> list[dict[str, Any]]:
+    blobs = sorted(bucket.list_blobs(prefix=f"{layout.REPORTS}{name}/"), key=lambda blob: blob.name)
+    return [json.loads(blob.download_as_bytes()) for blob in blobs]
+
+
+def test_a_second_day_under_the_same_name_is_sent_and_reported_as_a_batch_of_its_own(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: every derived object (claim, parts, errors, report, finished copy) keyed by name and generation."""
+    server = vllm_like()
+    upload_lines(bucket, "requests.jsonl", [chat_line(f"day1-{i}") for i in range(50)])
+    run_runner(bucket.name, server.url, kubernetes_api.url)
+    upload_lines(bucket, "requests.jsonl", [chat_line(f"day2-{i}") for i in range(50)])
+    run_runner(bucket.name, server.url, kubernetes_api.url)
+
+    answered = server.stats()["answered"]
+    assert all(answered[f"day2-{i} word word word"] == 1 for i in range(50))  # the second day was sent
+    days = reports(bucket, "requests.jsonl")
+    assert [(day["lines"], day["succeeded"]) for day in days] == [(50, 50), (50, 50)]
+    assert days[0]["generation"] != days[1]["generation"]
+    for day, prefix in zip(days, ("day1-", "day2-"), strict=True):
+        answers = read_jsonl(bucket, f"{layout.OUTPUT}requests.jsonl/{day['generation']}/")
+        assert sorted(answer["custom_id"] for answer in answers) == sorted(f"{prefix}{i}" for i in range(50))
+    assert len({answer["id"] for answer in read_jsonl(bucket, layout.OUTPUT)}) == 100  # no id shared by the two days
+    assert not list(bucket.list_blobs(prefix=layout.INPUT))
+    assert len(list(bucket.list_blobs(prefix=f"{layout.FINISHED}requests.jsonl/"))) == 2
+
+
+def test_an_input_replaced_while_it_runs_is_two_batches_and_the_first_report_counts_only_what_it_sent(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(slow_every=1, slow_seconds=0.05)
+    # Larger than the runner's 1 MiB read ranges: the replacement meets the reader before the end.
+    upload_lines(bucket, "nightly.jsonl", [chat_line(f"old-{i}") | {"padding": "x" * 4000} for i in range(800)])
+    first = threading.Thread(target=run_runner, args=(bucket.name, server.url, kubernetes_api.url), kwargs={"concurrency_per_replica": 4})
+    first.start()
+    deadline = time.monotonic() + 30
+    while not list(bucket.list_blobs(prefix=f"{layout.OUTPUT}nightly.jsonl/")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    upload_lines(bucket, "nightly.jsonl", [chat_line(f"new-{i}") for i in range(100)])
+    first.join(timeout=60)
+    run_runner(bucket.name, server.url, kubernetes_api.url)
+
+    old, new = reports(bucket, "nightly.jsonl")
+    old_answers = read_jsonl(bucket, f"{layout.OUTPUT}nightly.jsonl/{old['generation']}/")
+    assert old["replaced"] and 0 < old["succeeded"] == len(old_answers) < 800
+    assert old["not_sent"] == 800 - old["lines"]
+    assert all(answer["custom_id"].startswith("old-") for answer in old_answers)
+    new_answers = read_jsonl(bucket, f"{layout.OUTPUT}nightly.jsonl/{new['generation']}/")
+    assert (new["replaced"], new["succeeded"]) == (False, 100)
+    assert sorted(answer["custom_id"] for answer in new_answers) == sorted(f"new-{i}" for i in range(100))
+    assert not list(bucket.list_blobs(prefix=layout.INPUT)) and not list(bucket.list_blobs(prefix=layout.CLAIMS))
+
+
+def renewals(proxy: StorageProxy) -> list[tuple[StorageCall, str | int | None]]:
+    return [(call, action) for call, action in proxy.calls if call.writes(layout.CLAIMS) and call.conditional]
+
+
+def test_a_renewal_whose_response_was_lost_keeps_the_claim(
+    bucket: storage.Bucket, storage_proxy: StorageProxy, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: a conditional write retried by the client after a lost response meets its own generation
+    (claims, renewals and output parts)."""
+    lost: list[StorageCall] = []
+
+    def lose_first_renewal(call: StorageCall) -> str | None:
+        if call.writes(layout.CLAIMS) and call.conditional and not lost:
+            lost.append(call)
+            return "lose the response"
+        return None
+
+    storage_proxy.rules.append(lose_first_renewal)
+    server = vllm_like(slow_every=1, slow_seconds=0.05)
+    upload_lines(bucket, "kept.jsonl", [chat_line(f"k{i}") for i in range(200)])
+
+    finished, _ = run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8)
+
+    assert lost and [key.rpartition("/")[0] for key in finished] == ["kept.jsonl"]
+    assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, f"{layout.OUTPUT}kept.jsonl/")) == Counter(
+        f"k{i}" for i in range(200)
+    )
+
+
+def test_a_lost_response_on_an_output_part_is_no_failure(
+    bucket: storage.Bucket, storage_proxy: StorageProxy, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    lost: list[StorageCall] = []
+
+    def lose_first_part(call: StorageCall) -> str | None:
+        if call.writes(layout.OUTPUT) and not lost:
+            lost.append(call)
+            return "lose the response"
+        return None
+
+    storage_proxy.rules.append(lose_first_part)
+    upload_lines(bucket, "parts.jsonl", [chat_line(f"p{i}") for i in range(150)])
+
+    finished, _ = run_runner(bucket.name, vllm_like().url, kubernetes_api.url)
+
+    assert lost and len(finished) == 1
+    assert sorted(answer["custom_id"] for answer in read_jsonl(bucket, f"{layout.OUTPUT}parts.jsonl/")) == sorted(
+        f"p{i}" for i in range(150)
+    )
+
+
+def test_a_renewal_that_fails_with_any_error_is_tried_again(
+    bucket: storage.Bucket, storage_proxy: StorageProxy, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: any error in the renewal thread (here a 403 while IAM settles) is logged and tried again, never the thread's end."""
+    refused: list[StorageCall] = []
+
+    def refuse_one_renewal(call: StorageCall) -> int | None:
+        if call.writes(layout.CLAIMS) and call.conditional and not refused:
+            refused.append(call)
+            return 403
+        return None
+
+    storage_proxy.rules.append(refuse_one_renewal)
+    server = vllm_like(slow_every=1, slow_seconds=0.05)
+    upload_lines(bucket, "renewed.jsonl", [chat_line(f"r{i}") for i in range(300)])
+
+    run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8)
+
+    after = [action for _, action in renewals(storage_proxy)][1:]
+    assert refused and after.count(None) >= 2  # renewals went on after the refused one
+
+
+def test_a_takeover_raced_by_the_holders_renewal_leaves_the_claim_to_the_holder(
+    bucket: storage.Bucket, storage_proxy: StorageProxy
+) -> None:
+    upload_lines(bucket, "raced.jsonl", [chat_line("one")])
+    source = bucket.get_blob(f"{layout.INPUT}raced.jsonl")
+    assert objects.claim(bucket, source, "holder", -1.0, 100) is not None  # a lease that has just run out
+
+    def holder_renews(call: StorageCall) -> None:
+        # The holder renews between the taker's read of the claim and its download (from the emulator itself).
+        name = call.path.split("/o/", 1)[1]
+        held = bucket.get_blob(name)
+        lease = json.loads(held.download_as_bytes()) | {"until": time.time() + 60}
+        bucket.blob(name).upload_from_string(json.dumps(lease), if_generation_match=held.generation)
+
+    storage_proxy.between.append((lambda call: call.reads(layout.CLAIMS), holder_renews))
+    taker = storage.Client().bucket(bucket.name)  # through the proxy
+
+    assert objects.claim(taker, taker.get_blob(source.name), "taker", 30.0, 100) is None
+
+
+def test_a_resumed_part_with_no_errors_removes_the_errors_part_of_the_run_before(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: what a stopped run left behind for a part is replaced or removed when the part is written again."""
+    upload_lines(bucket, "resumed.jsonl", [chat_line(f"s{i}") for i in range(20)])
+    generation = bucket.get_blob(f"{layout.INPUT}resumed.jsonl").generation
+    # A run killed after part 0's errors (s3 had failed) and before its answers part.
+    stale = {"id": "batch_req_x", "custom_id": "s3", "response": None, "error": {"code": "connection_failed", "message": "..."}}
+    key = objects.batch_key("resumed.jsonl", generation)
+    bucket.blob(objects.part_name(layout.ERRORS, key, 0)).upload_from_string(json.dumps(stale) + "\n")
+
+    run_runner(bucket.name, vllm_like().url, kubernetes_api.url)
+
+    answered = {answer["custom_id"] for answer in read_jsonl(bucket, f"{layout.OUTPUT}resumed.jsonl/")}
+    failed = {error["custom_id"] for error in read_jsonl(bucket, f"{layout.ERRORS}resumed.jsonl/")}
+    assert answered == {f"s{i}" for i in range(20)} and not answered & failed
+
+
+def test_a_line_nested_too_deep_for_the_parser_is_a_bad_line_and_the_batch_goes_on(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: no line's content may raise out of the parser (a runner that crashes on it crash-loops on it)."""
+    upload_lines(bucket, "deep.jsonl", [chat_line("before"), "[" * 100_000 + "]" * 100_000, chat_line("after")])
+
+    run_runner(bucket.name, vllm_like().url, kubernetes_api.url)
+
+    assert sorted(answer["custom_id"] for answer in read_jsonl(bucket, f"{layout.OUTPUT}deep.jsonl/")) == ["after", "before"]
+    (error,) = read_jsonl(bucket, f"{layout.ERRORS}deep.jsonl/")
+    assert (error["custom_id"], error["response"], error["error"]["code"]) == (None, None, "invalid_json")
+    assert error["error"]["message"].startswith("line 2:")
+
+
+def test_an_answer_cut_by_a_drain_is_sent_again_and_never_written_as_an_answer(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: only a finished answer is an answer (an aborted choice, a dropped connection, a refused one are retried)."""
+    server = vllm_like(abort_every=5)
+    upload_lines(bucket, "cut.jsonl", [chat_line(f"c{i}") for i in range(100)])
+
+    run_runner(bucket.name, server.url, kubernetes_api.url)
+
+    answers = read_jsonl(bucket, f"{layout.OUTPUT}cut.jsonl/")
+    assert Counter(answer["custom_id"] for answer in answers) == Counter(f"c{i}" for i in range(100))
+    assert {answer["response"]["body"]["choices"][0]["finish_reason"] for answer in answers} == {"length"}
+    assert server.stats()["requests"] > 100
+
+
+def test_output_lines_carry_openais_fields_and_only_a_request_with_no_http_answer_has_an_error(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """OpenAI's BatchRequestOutput (openai-openapi 2.3.0): id, custom_id, response {status_code, request_id,
+    body: object} or null, error {code, message} only for a request that failed without an HTTP answer."""
+    upload_lines(bucket, "ok.jsonl", [chat_line(f"o{i}") for i in range(5)])
+    run_runner(bucket.name, vllm_like().url, kubernetes_api.url)
+    for answer in read_jsonl(bucket, f"{layout.OUTPUT}ok.jsonl/"):
+        assert set(answer) == {"id", "custom_id", "response", "error"} and answer["error"] is None
+        assert set(answer["response"]) == {"status_code", "request_id", "body"}
+        assert answer["response"]["request_id"] == answer["response"]["body"]["id"]  # the server's own id
+        assert answer["id"].startswith("batch_req_")
+
+    upload_lines(bucket, "unanswered.jsonl", [chat_line(f"u{i}") for i in range(3)])
+    run_runner(bucket.name, vllm_like(drop_every=1).url, kubernetes_api.url, retry=fast_attempts(2))
+    for error in read_jsonl(bucket, f"{layout.ERRORS}unanswered.jsonl/"):
+        assert error["response"] is None and error["error"]["code"] == "connection_failed"
+
+
+def fast_attempts(attempts: int) -> Any:
+    from workloads.batch.serving import RetryPolicy
+
+    return RetryPolicy(attempts=attempts, first_backoff_seconds=0.01, max_backoff_seconds=0.02, request_timeout_seconds=5)
