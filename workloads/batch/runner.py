@@ -102,7 +102,11 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         total = None  # replaced before it could be read
     progress.backlog.value = (total or 0) - sum(part.lines for part in done_before.values())
     wake = ReplicaMeter(held.lease.wake_replica_seconds, time.time(), ReplicaCount(0, 0))
-    count, woke = wait_for_ready(deployment, settings, wake)
+    try:
+        count, woke = wait_for_ready(deployment, settings, wake, progress)
+    except DrainingError:
+        objects.release(bucket, replace(held, lease=replace(held.lease, wake_replica_seconds=wake.replica_seconds)))
+        return False
     progress.ready_replicas.value = count.ready
     meter = ReplicaMeter(held.lease.replica_seconds, time.time(), count)
     stop = threading.Event()
@@ -227,7 +231,11 @@ def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = No
         return {"unavailable": f"{type(error).__name__}: {error}"}
 
 
-def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: ReplicaMeter) -> tuple[ReplicaCount, bool]:
+class DrainingError(RuntimeError):
+    """Told to stop (SIGTERM) before a replica was Ready."""
+
+
+def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: ReplicaMeter, progress: Progress) -> tuple[ReplicaCount, bool]:
     """The first count with a Ready replica, and whether one was read with none: the batch woke the replicas.
 
     ``wake`` meters the replicas held meanwhile: the wake's share of the bill.
@@ -245,7 +253,11 @@ def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: Repli
             log.warning("reading the replicas' Deployment failed: %s", error)
         if time.monotonic() > deadline:
             raise NoReadyReplicaError(f"no Ready replica after {settings.ready_timeout_seconds:.0f} s")
-        time.sleep(min(settings.poll_seconds, 5.0))
+        pause = time.monotonic() + min(settings.poll_seconds, 5.0)
+        while time.monotonic() < pause:
+            if progress.draining.value:
+                raise DrainingError("told to stop while the replicas start")
+            time.sleep(0.1)
 
 
 def run_workers(settings: RunnerSettings, held: objects.Claim, progress: Progress, stop: threading.Event) -> None:

@@ -78,8 +78,8 @@ class VllmLike:
         return response
 
 
-def start_vllm_like() -> VllmLike:
-    command = [sys.executable, "-m", "tests.workloads.batch.vllm_like"]
+def start_vllm_like(port: int = 0) -> VllmLike:
+    command = [sys.executable, "-m", "tests.workloads.batch.vllm_like", str(port)]
     process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     return VllmLike(f"http://127.0.0.1:{int(process.stdout.readline())}/v1", process)

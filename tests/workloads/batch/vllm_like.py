@@ -1,15 +1,24 @@
 """A local OpenAI-compatible server that answers like vLLM's, with no model behind it, and injects faults.
 
-Run in its own process (``python -m tests.workloads.batch.vllm_like``) so it never competes with the
+Run in its own process (``python -m tests.workloads.batch.vllm_like [PORT]``) so it never competes with the
 runner for a core; it prints its port, then serves until stdin closes or it is killed. One
 process serves a test worker's tests one after another: ``POST /configure`` sets the next test's
 faults and served model, with every count at zero.
+
+On SIGTERM it stops as vLLM 0.26.0 was seen to stop on an H100 (issue 32): the port closes at once
+(connections refused, no 503); requests in flight run on until ``shutdown_timeout``, then are cut: a
+stream ends with ``data: [DONE]`` and no tokens or ``finish_reason``, a plain request gets no answer;
+then a teardown of ``teardown_seconds`` before the process exits. ``/health`` answers 200 from the
+start, while the first ``warmup_requests`` answers each take ``warmup_seconds`` more (vLLM compiles
+kernels at its first requests: ~100 s there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 import time
 from collections import Counter
@@ -31,6 +40,11 @@ class Faults:
     drain_after: int = 0  # after this many requests the server stops listening (a replica draining) ...
     drain_seconds: float = 0.0  # ... and listens again this much later
     abort_every: int = 0  # a 200 whose choice vLLM aborted: finish_reason "abort", no tokens
+    answer_seconds: float = 0.0  # every answer takes this long (a decode)
+    warmup_requests: int = 0  # the first requests after start ...
+    warmup_seconds: float = 0.0  # ... each take this much longer
+    shutdown_timeout: float = 0.0  # after SIGTERM, in-flight requests run this long, then are cut
+    teardown_seconds: float = 0.0  # and the process exits this much later
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -52,6 +66,9 @@ class Test:
     model: str
     requests: int = 0
     answered: Counter[str] = field(default_factory=Counter)  # 200 answers by prompt: tests put the custom_id in it
+    in_flight: int = 0
+    most_in_flight: int = 0  # the high-water mark: what the runners sent at once
+    cut: int = 0  # requests cut by a shutdown
 
 
 class Server:
@@ -61,15 +78,31 @@ class Server:
         self.app.router.add_post("/v1/chat/completions", self.complete)
         self.app.router.add_post("/v1/completions", self.complete)
         self.app.router.add_get("/stats", self.stats)
+        self.app.router.add_get("/health", self.health)
         self.app.router.add_post("/configure", self.configure)
         self.runner = web.AppRunner(self.app, handle_signals=False)
         self.port = 0
+        self.site: web.TCPSite | None = None
+        self.shutting_down: asyncio.Event | None = None
+        self.open: set[asyncio.Task[Any]] = set()
 
     async def start(self, port: int = 0) -> None:
         await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", port, reuse_address=True)
-        await site.start()
+        self.site = web.TCPSite(self.runner, "127.0.0.1", port, reuse_address=True)
+        await self.site.start()
         self.port = self.runner.addresses[0][1]
+        self.shutting_down = asyncio.Event()
+
+    async def shutdown(self) -> None:
+        """SIGTERM: stop listening now, let in-flight requests run until the shutdown timeout, cut the rest."""
+        assert self.site is not None and self.shutting_down is not None
+        await self.site.stop()  # the listening socket closes: new connections are refused
+        faults = self.test.faults
+        pending = {task for task in self.open if not task.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=faults.shutdown_timeout)
+        self.shutting_down.set()  # what still runs is cut
+        await asyncio.sleep(faults.teardown_seconds)
 
     async def drain(self, seconds: float) -> None:
         await self.runner.cleanup()  # closes the listener and open connections: new requests are refused
@@ -83,10 +116,39 @@ class Server:
         return web.json_response({})
 
     async def stats(self, request: web.Request) -> web.Response:
-        return web.json_response({"requests": self.test.requests, "answered": self.test.answered})
+        test = self.test
+        return web.json_response(
+            {"requests": test.requests, "answered": test.answered, "most_in_flight": test.most_in_flight, "cut": test.cut}
+        )
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
         test = self.test  # a request still open when the next test configures counts for its own test
+        task = asyncio.current_task()
+        assert task is not None
+        self.open.add(task)
+        test.in_flight += 1
+        test.most_in_flight = max(test.most_in_flight, test.in_flight)
+        try:
+            return await self.answer(request, test)
+        finally:
+            test.in_flight -= 1
+            self.open.discard(task)
+
+    async def decode(self, seconds: float) -> bool:
+        """Waits ``seconds`` of decoding; False when a shutdown cut it first."""
+        assert self.shutting_down is not None
+        if self.shutting_down.is_set():
+            return False
+        try:
+            await asyncio.wait_for(self.shutting_down.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    async def answer(self, request: web.Request, test: Test) -> web.StreamResponse:
         test.requests += 1
         n, f = test.requests, test.faults
         body = await request.json()
@@ -104,6 +166,14 @@ class Server:
             return web.json_response({"error": {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}}, status=404)
         prompt_tokens, completion_tokens = usage(body)
         chat = request.path.endswith("/chat/completions")
+        slow = f.answer_seconds + (f.warmup_seconds if n <= f.warmup_requests else 0.0)
+        if body.get("stream"):
+            return await self.stream(request, test, body, slow)
+        if not await self.decode(slow):
+            test.cut += 1
+            assert request.transport is not None
+            request.transport.abort()  # a plain request cut by the shutdown gets no answer at all
+            return web.Response()
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length", "stop_reason": None}
         if chat:
             choice["message"] = {"role": "assistant", "content": "ok " * completion_tokens, "tool_calls": []}
@@ -136,14 +206,40 @@ class Server:
         test.answered[prompt_of(body)] += 1
         return web.json_response(answer)
 
+    async def stream(self, request: web.Request, test: Test, body: dict[str, Any], seconds: float) -> web.StreamResponse:
+        """Server-sent events as vLLM streams them; a shutdown ends the stream with [DONE] alone."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        _, completion_tokens = usage(body)
+        if await self.decode(seconds):
+            for index in range(completion_tokens):
+                finish = "length" if index == completion_tokens - 1 else None
+                chunk = {"id": f"chatcmpl-{test.requests}", "choices": [{"index": 0, "delta": {"content": "ok "}, "finish_reason": finish}]}
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            test.answered[prompt_of(body)] += 1
+        else:
+            test.cut += 1
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
-async def serve() -> None:
+
+async def serve(port: int) -> None:
     server = Server()
-    await server.start()
+    await server.start(port)
     print(server.port, flush=True)
-    # Serve until the parent closes stdin (or kills this process): never outlives the test.
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+
+    def terminate() -> None:
+        loop.create_task(server.shutdown()).add_done_callback(lambda _: stopped.set())
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    # Serve until the parent closes stdin, SIGTERM's shutdown ends, or it is killed: never outlives the test.
+    stdin_closed = loop.run_in_executor(None, sys.stdin.read)
+    await asyncio.wait([asyncio.ensure_future(stdin_closed), asyncio.ensure_future(stopped.wait())], return_when=asyncio.FIRST_COMPLETED)
+    os._exit(0)  # the stdin reader thread may still block
 
 
 if __name__ == "__main__":
-    asyncio.run(serve())
+    asyncio.run(serve(int(sys.argv[1]) if len(sys.argv) > 1 else 0))
