@@ -64,9 +64,8 @@ class Pod:
     def pid_one(self) -> int:
         """The host's id of the namespace's first process (unshare's child), which the runtime signals."""
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        found: list[int] = []
-        until(lambda: found.extend(int(pid) for pid in children.read_text().split()) or found, 5, "the pod's first process")
-        return found[0]
+        until(lambda: children.read_text().split(), 5, "the pod's first process")
+        return int(children.read_text().split()[0])
 
     def namespace_pid(self) -> int:
         status = Path(f"/proc/{self.pid_one}/status").read_text()
@@ -283,7 +282,8 @@ def test_lost_responses_and_refusals_from_cloud_storage_lose_no_batch(
     def misbehave(call: StorageCall) -> str | int | None:
         if call.writes(layout.CLAIMS) and call.conditional:
             seen["renewal"] += 1
-            return {2: "lose the response", 3: 403, 4: "lose the response", 6: "lose the response"}.get(seen["renewal"])
+            faults: dict[int, str | int] = {2: "lose the response", 3: 403, 4: "lose the response", 6: "lose the response"}
+            return faults.get(seen["renewal"])
         if call.writes(layout.OUTPUT):
             seen["part"] += 1
             return "lose the response" if seen["part"] == 1 else None
