@@ -309,7 +309,8 @@ def test_the_runner_posts_where_the_replicas_serve_from_the_url_its_pod_gets() -
     path_prefix = urlsplit(served_url).path
 
     async def answer(request: web.Request) -> web.Response:
-        return web.json_response({"usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        choice = {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        return web.json_response({"id": "chatcmpl-1", "choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
 
     async def post_one() -> int | None:
         app = web.Application()

@@ -159,8 +159,16 @@ def _still_waiting(bucket: storage.Bucket, source: storage.Blob, held: Claim) ->
 
 
 def renew(bucket: storage.Bucket, held: Claim, lease: Lease) -> Claim:
-    """Writes ``lease`` (a new ``until``, the replica time and the in-flight share) over the claim this runner holds."""
-    generation = _write_claim(bucket, layout.CLAIMS + held.key, lease, held.generation)
+    """Writes ``lease`` (a new ``until``, the replica time and the in-flight share) over the claim this runner holds.
+
+    A renewal whose outcome was unknown (its response lost, then its retry refused) may have landed: the
+    claim then holds this runner's id at a newer generation. Only this runner writes its id, and a runner
+    that takes over writes its own, so that claim is still this runner's.
+    """
+    name = layout.CLAIMS + held.key
+    generation = _write_claim(bucket, name, lease, held.generation)
+    if generation is None and (current := _read_claim(bucket, name)) is not None and current[0].runner == held.lease.runner:
+        generation = _write_claim(bucket, name, lease, current[1])
     if generation is None:
         raise ClaimLostError(f"{held.key}: another runner took over the claim")
     return replace(held, generation=generation, lease=lease)

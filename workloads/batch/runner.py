@@ -378,8 +378,13 @@ def _read(bucket: storage.Bucket, held: objects.Claim, size: int, feed: queue.Qu
     except NotFound:
         log.warning("%s: the input was replaced while it ran; its generation is gone", held.key)
     finally:
-        with contextlib.suppress(queue.Full):
-            feed.put(None, timeout=1.0)
+        # The end mark always reaches a reader still reading: it may be slow to take the last parts.
+        while reading.is_set():
+            try:
+                feed.put(None, timeout=0.2)
+                break
+            except queue.Full:
+                continue
 
 
 def answer_line(answer_id: str, custom_id: str, outcome: Outcome) -> tuple[bytes, bool]:

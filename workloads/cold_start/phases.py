@@ -30,6 +30,16 @@ PHASES: tuple[tuple[str, Step, Step], ...] = (
 EVENT_STEPS: dict[str, Step] = {"TriggeredScaleUp": "scale-up", "Scheduled": "scheduled", "Pulled": "pulled", "Started": "started"}
 # GKE's kubelet reports an image served by image streaming with this reason (GKE image-streaming page).
 STREAMING_REASON = "ImageStreaming"
+# Events about one container name it in involvedObject.fieldPath (kubernetes/kubernetes
+# pkg/kubelet/container/ref.go). The compile cache's FUSE sidecar is a native sidecar, an init container
+# pulled and started before vLLM's (gcs-fuse-csi-driver pkg/webhook/mutatingwebhook.go): its Pulled and
+# Started are not vLLM's, so those steps are read from vLLM's container alone.
+CONTAINER_STEPS: frozenset[Step] = frozenset({"pulled", "started"})
+
+
+def container_path(container: str) -> str:
+    return f"spec.containers{{{container}}}"
+
 
 # vLLM 0.18.1's own lines. With data parallel 8 each engine prints its own; a phase ends at the last.
 WEIGHTS_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB memory and (?P<seconds>[\d.]+) seconds")
@@ -127,8 +137,14 @@ def deployment_pod(deployment: str) -> re.Pattern[str]:
     return re.compile(rf"{re.escape(deployment)}-[a-z0-9]{{1,10}}-[a-z0-9]{{5}}")
 
 
-def last_started_pod(events: Mapping[str, Any], prefix: str) -> str:
-    """The pod of Deployment ``prefix`` whose container started last: the latest cold start."""
+def _about(event: Mapping[str, Any], container: str) -> bool:
+    """Whether the event is about ``container`` (a container event of the pod's other containers is not)."""
+    path = (event.get("involvedObject") or {}).get("fieldPath")
+    return path is None or path == container_path(container)
+
+
+def last_started_pod(events: Mapping[str, Any], prefix: str, container: str | None = None) -> str:
+    """The pod of Deployment ``prefix`` whose ``container`` (default: named ``prefix``) started last: the latest cold start."""
     own = deployment_pod(prefix)
     started = [
         (time, str(event["involvedObject"]["name"]))
@@ -136,6 +152,7 @@ def last_started_pod(events: Mapping[str, Any], prefix: str) -> str:
         if event.get("reason") == "Started"
         and (event.get("involvedObject") or {}).get("kind") == "Pod"
         and own.fullmatch(str((event.get("involvedObject") or {}).get("name", "")))
+        and _about(event, container or prefix)
         and (time := _event_time(event)) is not None
     ]
     if not started:
@@ -143,8 +160,9 @@ def last_started_pod(events: Mapping[str, Any], prefix: str) -> str:
     return max(started)[1]
 
 
-def read_events(breakdown: Breakdown, events: Mapping[str, Any]) -> None:
-    """The scheduling and kubelet steps of ``breakdown.pod`` from ``kubectl get events -o json``."""
+def read_events(breakdown: Breakdown, events: Mapping[str, Any], container: str = "vllm") -> None:
+    """The scheduling and kubelet steps of ``breakdown.pod`` from ``kubectl get events -o json``; the
+    image's pull and the start are ``container``'s."""
     found = False
     for event in events.get("items") or []:
         subject = event.get("involvedObject") or {}
@@ -158,10 +176,11 @@ def read_events(breakdown: Breakdown, events: Mapping[str, Any]) -> None:
         # The pod's first event (the scheduler's FailedScheduling, as no A4 node exists yet) marks its wait.
         steps["pending"] = min(steps.get("pending", time), time)
         reason = str(event.get("reason"))
-        if reason == STREAMING_REASON:
+        mine = _about(event, container)
+        if reason == STREAMING_REASON and mine:
             breakdown.streamed = True
         step = EVENT_STEPS.get(reason)
-        if step is None or step in steps:
+        if step is None or step in steps or (step in CONTAINER_STEPS and not mine):
             continue
         steps[step] = time
         if step == "pulled" and (pulled := PULL_TIME.search(str(event.get("message", "")))):
@@ -237,7 +256,8 @@ def against_expected(breakdown: Breakdown, cold_start: Mapping[str, Any]) -> lis
 
 def measure(events: Mapping[str, Any], log_lines: Iterable[str], *, pod: str | None = None, prefix: str = "vllm") -> Breakdown:
     """The cold start of ``pod`` (default: the ``prefix-...`` pod that started last)."""
+    # The replicas' container has the Deployment's name (components/replicas.py).
     breakdown = Breakdown(pod or last_started_pod(events, prefix))
-    read_events(breakdown, events)
+    read_events(breakdown, events, prefix)
     read_log(breakdown, log_lines)
     return breakdown

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import google.cloud.storage as storage
+import pytest
 
 from tests.workloads.batch.conftest import (
     KubernetesApi,
@@ -62,13 +63,22 @@ def test_an_input_replaced_while_it_runs_is_two_batches_and_the_first_report_cou
     server = vllm_like(slow_every=1, slow_seconds=0.05)
     # Larger than the runner's 1 MiB read ranges: the replacement meets the reader before the end.
     upload_lines(bucket, "nightly.jsonl", [chat_line(f"old-{i}") | {"padding": "x" * 4000} for i in range(800)])
-    first = threading.Thread(target=run_runner, args=(bucket.name, server.url, kubernetes_api.url), kwargs={"concurrency_per_replica": 4})
+    failures: list[BaseException] = []
+
+    def run_first() -> None:
+        try:
+            run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=4)
+        except BaseException as error:
+            failures.append(error)
+
+    first = threading.Thread(target=run_first)
     first.start()
     deadline = time.monotonic() + 30
     while not list(bucket.list_blobs(prefix=f"{layout.OUTPUT}nightly.jsonl/")) and time.monotonic() < deadline:
         time.sleep(0.05)
     upload_lines(bucket, "nightly.jsonl", [chat_line(f"new-{i}") for i in range(100)])
     first.join(timeout=60)
+    assert not first.is_alive() and not failures, failures
     run_runner(bucket.name, server.url, kubernetes_api.url)
 
     old, new = reports(bucket, "nightly.jsonl")
@@ -245,3 +255,29 @@ def fast_attempts(attempts: int) -> Any:
     from workloads.batch.serving import RetryPolicy
 
     return RetryPolicy(attempts=attempts, first_backoff_seconds=0.01, max_backoff_seconds=0.02, request_timeout_seconds=5)
+
+
+def test_a_woken_batch_reports_the_wake_the_serving_and_the_idle_tail_it_caused_each_labelled(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    """Class: the report's cost is what the batch caused on the bill, not only the replica time it watched."""
+    kubernetes_api.status = {"replicas": 2, "readyReplicas": 0}
+    kubernetes_api.reads_until_ready = 4  # the runner sleeps a poll (50 ms) after each read at zero Ready
+    upload_lines(bucket, "first.jsonl", [chat_line(f"a{i}") for i in range(30)])
+    upload_lines(bucket, "second.jsonl", [chat_line(f"b{i}") for i in range(30)])
+    started = time.time()
+
+    run_runner(bucket.name, vllm_like().url, kubernetes_api.url, poll_seconds=0.05, idle_tail_seconds=900.0, price_per_replica_hour=88.93)
+
+    wall = time.time() - started
+    first, second = (reports(bucket, name)[0] for name in ("first.jsonl", "second.jsonl"))
+    parts = first["cost_parts"]
+    assert set(parts) == {"wake", "serving", "idle_tail"} and all(part["counts"] for part in parts.values())
+    # Two replicas held through four reads at zero Ready: the wake; never more than the run's wall time.
+    assert 2 * 3 * 0.05 / 3600 <= parts["wake"]["replica_hours"] <= 2 * wall / 3600
+    # The idle tail is the last batch's: the first finished with another waiting.
+    assert (parts["idle_tail"]["replica_hours"], second["cost_parts"]["idle_tail"]["replica_hours"]) == (0.0, 2 * 900 / 3600)
+    for report in (first, second):
+        hours = sum(part["replica_hours"] for part in report["cost_parts"].values())
+        assert report["replica_hours"] == pytest.approx(hours)
+        assert report["cost_usd"] == pytest.approx(hours * 88.93)

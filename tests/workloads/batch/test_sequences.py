@@ -82,7 +82,8 @@ class Pod:
 
 
 @pytest.fixture
-def pods(bucket: storage.Bucket, kubernetes_api: KubernetesApi) -> Iterator[Callable[..., Pod]]:
+def pods(bucket: storage.Bucket, kubernetes_api: KubernetesApi, tmp_path: Path) -> Iterator[Callable[..., Pod]]:
+    """Starts runner pods; their logs are printed at the end (pytest shows them when a timeline fails)."""
     started: list[Pod] = []
     kubernetes_api.status = {"replicas": READY, "readyReplicas": READY}
 
@@ -104,15 +105,17 @@ def pods(bucket: storage.Bucket, kubernetes_api: KubernetesApi) -> Iterator[Call
         if storage_url is not None:
             environ["STORAGE_EMULATOR_HOST"] = storage_url
         command = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable, "-m", "tests.workloads.batch.pod", "run"]
-        pod = Pod(subprocess.Popen(command, cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        log = (tmp_path / f"pod-{len(started)}.log").open("wb")
+        pod = Pod(subprocess.Popen(command, cwd=ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT))
         started.append(pod)
         return pod
 
     yield start
-    for pod in started:
+    for index, pod in enumerate(started):
         if pod.process.poll() is None:
             pod.process.kill()
             pod.process.wait(timeout=10)
+        print(f"--- pod {index} ---\n" + (tmp_path / f"pod-{index}.log").read_text(errors="replace"))
 
 
 def reports(bucket: storage.Bucket) -> list[dict[str, Any]]:

@@ -9,6 +9,12 @@ Events (``kubectl get events -o json``, core/v1 Event):
   Image size: %v bytes.``: kubernetes/kubernetes pkg/kubelet/images/image_manager.go; Created,
   Started: pkg/kubelet/kuberuntime/kuberuntime_container.go.
 - ImageStreaming: GKE's image-streaming page (cloud.google.com/kubernetes-engine/docs/how-to/image-streaming).
+- A container's events name it in ``involvedObject.fieldPath`` (``spec.containers{name}``,
+  ``spec.initContainers{name}``): kubernetes/kubernetes pkg/kubelet/container/ref.go. The compile cache's
+  ``gke-gcsfuse/volumes: "true"`` makes GKE's webhook add the Cloud Storage FUSE sidecar
+  ``gke-gcsfuse-sidecar`` as a native sidecar (an init container with ``restartPolicy: Always``), which
+  the kubelet pulls and starts before vLLM: GoogleCloudPlatform/gcs-fuse-csi-driver v1.24.4
+  pkg/webhook/mutatingwebhook.go, pkg/webhook/sidecar_spec.go.
 
 vLLM 0.18.1 (sdist sha256 8d18eff1..., see facts/data/vllm/0.18.1.yaml), format
 ``%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`` with date ``%m-%d %H:%M:%S``
@@ -26,15 +32,19 @@ from typing import Any
 
 NAMESPACE = "llm-serving"
 IMAGE = "europe-west4-docker.pkg.dev/my-project/docker-hub/vllm/vllm-openai:v0.18.1"
+SIDECAR = "gke-gcsfuse-sidecar"
+SIDECAR_IMAGE = "gke.gcr.io/gcs-fuse-csi-driver-sidecar-mounter:v1.24.4-gke.1@sha256:0f9d5b1e"
 EARLIER_POD = "vllm-7d9f8c6b5-aaaaa"
 POD = "vllm-7d9f8c6b5-x2k9p"
 
 
-def event(pod: str, reason: str, message: str, at: str) -> dict[str, Any]:
+def event(pod: str, reason: str, message: str, at: str, container: str | None = None) -> dict[str, Any]:
+    """A pod's event; a container's (``container``: ``spec.containers{vllm}``, ``spec.initContainers{...}``) names it."""
+    subject = {"kind": "Pod", "name": pod, "namespace": NAMESPACE} | ({"fieldPath": container} if container else {})
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "involvedObject": {"kind": "Pod", "name": pod, "namespace": NAMESPACE},
+        "involvedObject": subject,
         "reason": reason,
         "message": message,
         "firstTimestamp": at,
@@ -45,13 +55,25 @@ def event(pod: str, reason: str, message: str, at: str) -> dict[str, Any]:
 
 
 def wake_events(pod: str = POD, *, day: str = "2026-11-23", streamed: bool = True) -> list[dict[str, Any]]:
+    """A wake's events, the FUSE sidecar's (pulled and started before vLLM's container) among them."""
     node = "gk3-llm-serving-nap-1a2b3c4d-5e6f"
     group = "https://www.googleapis.com/compute/v1/projects/my-project/zones/europe-west4-b/instanceGroups/gk3-llm-serving-nap-1a2b3c4d-grp"
+    vllm, sidecar = "spec.containers{vllm}", f"spec.initContainers{{{SIDECAR}}}"
     events = [
         event(pod, "FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", f"{day}T12:00:00Z"),
         event(pod, "TriggeredScaleUp", f"pod triggered scale-up: [{{{group} 0->1 (max: 1000)}}]", f"{day}T12:00:09Z"),
         event(pod, "Scheduled", f"Successfully assigned {NAMESPACE}/{pod} to {node}", f"{day}T12:05:31Z"),
-        event(pod, "Pulling", f'Pulling image "{IMAGE}"', f"{day}T12:05:40Z"),
+        event(pod, "Pulling", f'Pulling image "{SIDECAR_IMAGE}"', f"{day}T12:05:32Z", sidecar),
+        event(
+            pod,
+            "Pulled",
+            f'Successfully pulled image "{SIDECAR_IMAGE}" in 1.204s (1.204s including waiting). Image size: 30412288 bytes.',
+            f"{day}T12:05:33Z",
+            sidecar,
+        ),
+        event(pod, "Created", f"Created container: {SIDECAR}", f"{day}T12:05:34Z", sidecar),
+        event(pod, "Started", f"Started container {SIDECAR}", f"{day}T12:05:35Z", sidecar),
+        event(pod, "Pulling", f'Pulling image "{IMAGE}"', f"{day}T12:05:40Z", vllm),
         event(
             pod,
             "Pulled",
@@ -59,12 +81,13 @@ def wake_events(pod: str = POD, *, day: str = "2026-11-23", streamed: bool = Tru
             if streamed
             else f'Successfully pulled image "{IMAGE}" in 1m9.312s (1m9.4s including waiting). Image size: 9213249221 bytes.',
             f"{day}T12:05:42Z" if streamed else f"{day}T12:06:49Z",
+            vllm,
         ),
-        event(pod, "Created", "Created container: vllm", f"{day}T12:05:44Z" if streamed else f"{day}T12:06:51Z"),
-        event(pod, "Started", "Started container vllm", f"{day}T12:05:45Z" if streamed else f"{day}T12:06:52Z"),
+        event(pod, "Created", "Created container: vllm", f"{day}T12:05:44Z" if streamed else f"{day}T12:06:51Z", vllm),
+        event(pod, "Started", "Started container vllm", f"{day}T12:05:45Z" if streamed else f"{day}T12:06:52Z", vllm),
     ]
     if streamed:
-        events.append(event(pod, "ImageStreaming", f"Image {IMAGE} is backed by image streaming.", f"{day}T12:05:42Z"))
+        events.append(event(pod, "ImageStreaming", f"Image {IMAGE} is backed by image streaming.", f"{day}T12:05:42Z", vllm))
     return events
 
 

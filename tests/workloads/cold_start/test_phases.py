@@ -24,15 +24,22 @@ def at(text: str, stamp: str) -> datetime:
     raise AssertionError(f"{stamp!r} not in the sample")
 
 
-def event_time(events: list[dict[str, object]], reason: str) -> datetime:
-    return datetime.fromisoformat(str(next(e for e in events if e["reason"] == reason)["firstTimestamp"]).replace("Z", "+00:00"))
+def event_time(events: list[dict[str, object]], reason: str, container: str | None = None) -> datetime:
+    """The time of the first event of ``reason`` on the pod, or on ``container`` (its ``fieldPath``)."""
+    found = next(
+        e
+        for e in events
+        if e["reason"] == reason and (container is None or e["involvedObject"].get("fieldPath") == container)  # type: ignore[attr-defined]
+    )
+    return datetime.fromisoformat(str(found["firstTimestamp"]).replace("Z", "+00:00"))
 
 
 def test_a_cold_wake_splits_into_node_image_weights_compile_and_ready() -> None:
     events = samples.wake_events()
     breakdown = measure(samples.events_list(events), samples.COLD_LOG.splitlines())
     phases = dict(breakdown.phases())
-    pending, scheduled, started = (event_time(events, r) for r in ("FailedScheduling", "Scheduled", "Started"))
+    pending, scheduled = (event_time(events, r) for r in ("FailedScheduling", "Scheduled"))
+    started = event_time(events, "Started", "spec.containers{vllm}")  # vLLM's, not the FUSE sidecar's before it
     # Each vLLM step ends at the slowest engine's line (DP1 in the sample).
     loaded = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:06:41")
     captured = at(samples.COLD_LOG, "Graph capturing finished in 41 secs")
@@ -47,6 +54,14 @@ def test_a_cold_wake_splits_into_node_image_weights_compile_and_ready() -> None:
     assert breakdown.total_seconds == (serving - pending).total_seconds()
     assert breakdown.compile_cache_hit is False
     assert breakdown.engine_seconds == {"weights": 43.11887, "torch.compile": 318.4, "CUDA graph capture": 41.0}
+
+
+def test_the_fuse_sidecars_pull_and_start_are_not_vllms() -> None:
+    """The native sidecar is pulled and started first (samples.py): its events must not end vLLM's image phase."""
+    pulled = measure(samples.events_list(samples.wake_events(streamed=False)), samples.COLD_LOG.splitlines())
+    # Scheduled 12:05:31, vLLM's container started 12:06:52 (the sidecar's at 12:05:35).
+    assert dict(pulled.phases())["image pulled or streamed"] == 81.0
+    assert pulled.pull_seconds == 69.312  # vLLM's image, not the sidecar's 1.204 s
 
 
 def test_a_streamed_image_and_the_kubelets_own_pull_time_are_reported() -> None:
