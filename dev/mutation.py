@@ -35,6 +35,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/changes.py": ("tests/render/test_changes_classes.py",),
     "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
     "policy/rules.py": ("tests/policy/test_rules_cases.py",),
+    "render/awaits.py": ("tests/render/test_awaits.py",),
 }
 
 

@@ -1,13 +1,13 @@
 """One test per class of one-line mutant that survived the suite outside the modules mutation testing covered.
 
-Each asserts the behaviour the mutant breaks, through the render where the program decides it.
+Each asserts the behaviour the mutant breaks, through the render where the program decides it; skipAwait in
+the plan is tested in tests/render/test_awaits.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from render.awaits import awaits
 from render.chart import CLUSTER_SCOPED, chart_objects
 from render.engine import Render, redact
 from tests.conftest import render_with, rendered
@@ -33,13 +33,6 @@ def test_a_flex_start_step_runs_for_its_hours_in_seconds(hours: int) -> None:
     (compute_class,) = render_with("dev", capacity=capacity).by_type(COMPUTE_CLASS)
     flex = compute_class.inputs["spec"]["priorities"][1]
     assert flex["flexStart"] == {"enabled": True} and flex["maxRunDurationSeconds"] == hours * 3600
-
-
-def test_the_plan_awaits_nothing_for_an_object_that_skips_await() -> None:
-    job = {"kind": "Job", "metadata": {"annotations": {"pulumi.com/skipAwait": "true"}}}
-    assert awaits(job) == "nothing (skipAwait)"
-    assert awaits({**job, "metadata": {}}).startswith("completion")
-    assert awaits(job, {"create": "70m"}) == "nothing (skipAwait)"
 
 
 @pytest.mark.parametrize("stack", ["gateway", "batch"])

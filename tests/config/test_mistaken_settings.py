@@ -66,6 +66,10 @@ REFUSED: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ("env", "dev", {"serving": {"env": {"VLLM_LOG_STATS_INTERVAL": "often"}}}, ["VLLM_LOG_STATS_INTERVAL", "'often'", "number"]),
     # Ranges.
     ("ranges", "dev", {"cache": {"throughputMibps": 1_200_001}}, ["llm:cache.throughputMibps", "1200001", "1200000"]),
+    # Both ends of each range the settings compare.
+    ("ranges", "dev", {"cache": {"throughputMibps": 399}}, ["llm:cache.throughputMibps", "399", "400"]),
+    ("ranges", "dev", {"nodes": 1001}, ["llm:nodes", "1001", "1000"]),
+    ("ranges", "dev", {"cache": {"sizeGi": 65537}}, ["llm:cache.sizeGi", "65537", "65536"]),
     (
         "ranges",
         "dev",

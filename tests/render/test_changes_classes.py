@@ -291,3 +291,16 @@ def test_a_folder_without_records_says_to_render_it_again(tmp_path: Path) -> Non
     with pytest.raises(FileNotFoundError, match="render it again with this version of the renderer") as error:
         read_records(tmp_path)
     assert str(tmp_path) in str(error.value)
+
+
+@pytest.mark.parametrize(("kind", "api"), [("VolumeSnapshot", "snapshot.storage.k8s.io/v1"), ("ComputeClass", "cloud.google.com/v1")])
+def test_a_field_its_crd_declares_immutable_is_refused_not_updated(kind: str, api: str) -> None:
+    # The vendored CRD's `self == oldSelf` rule: the API server refuses the update, which fails `pulumi up`.
+    field = {"VolumeSnapshot": ("source", "persistentVolumeClaimName"), "ComputeClass": ("autopilot", "enabled")}[kind]
+
+    def snapshot_of(value: Any) -> dict[str, Any]:
+        return {"apiVersion": api, "kind": kind, "metadata": {"name": "s"}, "spec": {field[0]: {field[1]: value}}}
+
+    old, new = ("a", "b") if kind == "VolumeSnapshot" else (True, False)
+    change = one(record(f"kubernetes:{api}:{kind}", snapshot_of(old)), record(f"kubernetes:{api}:{kind}", snapshot_of(new)))
+    assert (change.action, change.because) == ("refused", (f"spec.{field[0]}.{field[1]}",))
