@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.runtime import config as runtime_config
 from pydantic import ValidationError
 
 from config.problems import StackConfigError, describe
@@ -42,12 +41,11 @@ class Stack:
 
 
 def _raw_config(namespace: str) -> dict[str, str]:
-    # The SDK keeps config set by the engine (or by the mock engine) in
-    # CONFIG, and a language host may pass it in PULUMI_CONFIG instead; only
-    # their union lets us spot a misspelled key.
-    merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    # Every key, to spot a misspelled one: pulumi.Config reads only the keys it is asked for. The language
+    # host hands the program its whole config in PULUMI_CONFIG, which this reads (the render does the same).
+    every: dict[str, Any] = pulumi.runtime.get_config_env()
     prefix = f"{namespace}:"
-    return {key.removeprefix(prefix): value for key, value in merged.items() if key.startswith(prefix)}
+    return {key.removeprefix(prefix): value for key, value in every.items() if key.startswith(prefix)}
 
 
 def _parse(value: str) -> Any:
@@ -78,14 +76,14 @@ def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
     problems = [
         f"{namespace}:{key}: holds a credential in plain text; remove it and run `pulumi config set --secret {key} <value>`"
         for key in SECRET_KEYS
-        if key in raw and not runtime_config.is_config_secret(f"{namespace}:{key}")
+        if key in raw and not pulumi.runtime.is_config_secret(f"{namespace}:{key}")
     ]
     # Settings carry no secret-ness: a secret set there would reach a manifest in plain text.
     problems += [
         f"{namespace}:{key}: is set as a secret, but only {' and '.join(SECRET_KEYS)} are kept secret; "
         "keep credentials in those, or set this key without --secret"
         for key in raw
-        if key not in SECRET_KEYS and runtime_config.is_config_secret(f"{namespace}:{key}")
+        if key not in SECRET_KEYS and pulumi.runtime.is_config_secret(f"{namespace}:{key}")
     ]
     values = {key: _number(key, _parse(value)) for key, value in raw.items() if key not in SECRET_KEYS}
     try:

@@ -22,52 +22,16 @@ from typing import Any
 
 import pulumi
 import yaml
-from google.protobuf import json_format
-from pulumi.runtime import mocks
-from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.config import set_all_config
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from config.problems import StackConfigError
+from render.sdk import Registration as Registration
+from render.sdk import Secret as Secret
+from render.sdk import run_program
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-_SIG = "4dabf18193072939515e22adb298388d"
-_SECRET = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_REF = "5cf8f73096256a8f31e491e813e4eb8e"
-_OUTPUT_VALUE = "d0e6a833031e9bbcd3f4e8bde6ca49ad"
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 # What a secure config value stands in as: the render never decrypts.
 SECRET_PLACEHOLDER = "[secret]"
-
-
-@dataclass(frozen=True)
-class Secret:
-    """A value Pulumi treats as secret; printed only as ``[secret]``."""
-
-    value: Any
-
-
-@dataclass(frozen=True)
-class Registration:
-    urn: str
-    type: str
-    name: str
-    custom: bool
-    remote: bool
-    inputs: dict[str, Any]
-    parent: str
-    provider: str
-    dependencies: tuple[str, ...]
-    custom_timeouts: dict[str, str]
-    protect: bool
-    retain_on_delete: bool
-    ignore_changes: tuple[str, ...]
-    replace_on_changes: tuple[str, ...]
-    delete_before_replace: bool
-    # The resource's transforms, as the engine would run them on a component's children.
-    transforms: tuple[Callable[..., Any], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass
@@ -108,28 +72,6 @@ class Render:
             # Waiting on a component means waiting on everything inside it.
             pending.extend(r.urn for r in self.resources if r.parent == urn)
         return False
-
-
-def _decode(value: Any) -> Any:
-    """Turns the wire form of inputs into plain data, keeping secrets marked."""
-    if isinstance(value, dict):
-        sig = value.get(_SIG)
-        if sig == _SECRET:
-            return Secret(_decode(value.get("value")))
-        if sig == _RESOURCE_REF:
-            return value.get("urn", "")
-        if sig == _OUTPUT_VALUE:
-            inner = _decode(value.get("value", _UNKNOWN))
-            return Secret(inner) if value.get("secret") else inner
-        if sig is not None:
-            return f"[{sig}]"
-        return {key: _decode(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_decode(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        # Protobuf carries every number as a double.
-        return int(value)
-    return value
 
 
 def reveal(value: Any) -> Any:
@@ -194,52 +136,14 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-class _Mocks(mocks.Mocks):
-    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         computed = _COMPUTED.get(args.typ)
         state = _merged({"name": args.name, **args.inputs}, computed(args.inputs) if computed else {})
         return f"{args.name}-id", state
 
-    def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         return {}, []
-
-
-class _RecordingMonitor(mocks.MockMonitor):
-    def __init__(self, render: Render) -> None:
-        super().__init__(_Mocks())
-        self.render = render
-
-    def Invoke(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
-        self.render.invokes.append((request.tok, _decode(json_format.MessageToDict(request.args))))
-        return super().Invoke(request)  # type: ignore[no-untyped-call]
-
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type != "pulumi:pulumi:Stack":
-            timeouts = request.customTimeouts
-            self.render.resources.append(
-                Registration(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    custom=request.custom,
-                    remote=request.remote,
-                    inputs=_decode(json_format.MessageToDict(request.object)),
-                    parent=request.parent,
-                    provider=request.provider,
-                    dependencies=tuple(request.dependencies),
-                    custom_timeouts={
-                        k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete)) if v
-                    },
-                    protect=request.protect,
-                    retain_on_delete=request.retainOnDelete,
-                    ignore_changes=tuple(request.ignoreChanges),
-                    replace_on_changes=tuple(request.replaceOnChanges),
-                    delete_before_replace=request.deleteBeforeReplace,
-                    transforms=tuple(mocks._resolve_callbacks(request.transforms)),
-                )
-            )
-        return response
 
 
 class _UniqueKeys(yaml.SafeLoader):
@@ -355,15 +259,19 @@ def render_stack(
     render = record if record is not None else Render(stack=stack)
 
     def run() -> None:
-        set_all_config(values, secret_keys)
-        mocks.set_mocks(
-            _Mocks(), project=project, stack=stack, preview=False, monitor=_RecordingMonitor(render), logger=_WarningLog(render.warnings)
-        )
         with _in_project(root):
-            _sync_await(run_pulumi_func(lambda: _run_program(root)))
+            render.outputs = run_program(
+                lambda: _run_program(root),
+                project=project,
+                stack=stack,
+                config=values,
+                secret_keys=secret_keys,
+                engine=_Mocks(),
+                resources=render.resources,
+                invokes=render.invokes,
+                logger=_WarningLog(render.warnings),
+            )
         render.resources[:] = in_dependency_order(render.resources)
-        stack_resource = runtime_settings.get_root_resource()
-        render.outputs = _sync_await(_resolve_outputs(getattr(stack_resource, "outputs", {})))
 
     # A fresh context per render: the SDK keeps its state in context variables. The cyclic collector
     # waits until the render ends: its tens of thousands of short-lived futures and outputs are mostly
@@ -400,12 +308,3 @@ def in_dependency_order(resources: list[Registration]) -> list[Registration]:
     if len(ordered) != len(resources):
         raise ValueError("dependency cycle among: " + ", ".join(sorted(set(by_urn) - {r.urn for r in ordered})))
     return ordered
-
-
-async def _resolve_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    resolved: dict[str, Any] = {}
-    for key, value in outputs.items():
-        output = pulumi.Output.from_input(value)
-        plain = await output.future()
-        resolved[key] = Secret(plain) if await output.is_secret() else plain
-    return resolved

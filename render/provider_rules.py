@@ -23,10 +23,9 @@ from typing import Any
 import yaml
 
 from render.engine import Registration, Render, reveal
+from render.sdk import UNKNOWN
 
 CONSTRAINTS = Path(__file__).resolve().parent / "vendor" / "constraints" / "gcp.yaml"
-# What the mock engine records for a value another resource computes (pulumi's unknown).
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 _ABSENT = object()
 # time.RFC3339 as Go's time.Parse reads it: seconds required, fraction optional, Z or an offset.
 _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:Z|[+-](\d{2}):(\d{2}))$")
@@ -46,7 +45,7 @@ def constraints() -> dict[str, Any]:
 
 
 def _unknown(value: Any) -> bool:
-    return value is None or value == _UNKNOWN
+    return value is None or value == UNKNOWN
 
 
 def _set(value: Any) -> bool:

@@ -9,20 +9,12 @@ from functools import cache
 from typing import Any
 
 import pytest
-from pulumi.runtime import resource as pulumi_resource
-from pulumi.runtime.proto import source_pb2
 
 from config.loading import SECRET_KEYS
 from config.settings import StackSettings
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
-SDK_STACK_TRACE = pulumi_resource._get_stack_trace
-
-
-def no_stack_trace() -> source_pb2.StackTrace:
-    """What the SDK sends when it finds no caller. The mock engine's monitor reads no stack trace."""
-    return source_pb2.StackTrace()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,10 +24,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # Renders the tests start in their own processes must not leave resident renderers behind (test_resident starts its own).
     os.environ["RENDER_RESIDENT"] = "0"
     config.addinivalue_line("markers", "long: takes 10 s or more; the suite starts it first")
-    # For each resource the SDK walks the whole Python stack, reading every frame's source line, to tell the
-    # engine where it was created; under pytest's 40-odd frames that was a quarter of every render. The mock
-    # monitor drops it, so the renders are equal without it (test_the_suites_renders_equal_those_with_the_sdks_stack_traces).
-    pulumi_resource._get_stack_trace = no_stack_trace
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -6,75 +6,40 @@ so these tests run the real SDK path (config, unknown values, secrets) offline.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import runpy
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi_policy
 import pytest
-from google.protobuf import json_format, struct_pb2
-from pulumi.runtime import proto
-from pulumi.runtime.config import CONFIG
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
-from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 from policy.guardrails import PACK_NAME, policies
 from policy.rules import RULES
 from render.engine import PROJECT_ROOT
-
-T = TypeVar("T")
+from render.sdk import SECRET_SIGNATURE, SIGNATURE_KEY, UNKNOWN, PolicyAnalyzer
 
 # The wire forms the engine sends: a secret, and a value a preview does not know yet.
-SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
-UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+SECRET_SIG = {SIGNATURE_KEY: SECRET_SIGNATURE}
+UNKNOWN_STRING = UNKNOWN
 LABELS = {"app": "llm-serving", "managed-by": "pulumi", "stack": "dev"}
 URN = "urn:pulumi:dev::llm::{type}::{name}"
 
 
-def _servicer(policy_config: Mapping[str, Mapping[str, Any]] | None = None) -> _PolicyAnalyzerServicer:
-    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", policies(), EnforcementLevel.MANDATORY)
-    if policy_config:
-        request = proto.ConfigureAnalyzerRequest(
-            policyConfig={
-                name: proto.PolicyConfig(enforcementLevel=proto.MANDATORY, properties=_struct(properties))
-                for name, properties in policy_config.items()
-            }
-        )
-        servicer.Configure(request, None)  # type: ignore[no-untyped-call]
-    return servicer
-
-
-def _struct(value: Mapping[str, Any]) -> Any:
-    return json_format.ParseDict(value, struct_pb2.Struct())
-
-
-def _isolated(call: Callable[[], T]) -> T:
-    # Analyze copies PULUMI_CONFIG into the SDK's config; keep that out of other tests.
-    def run() -> T:
-        CONFIG.set({})
-        return call()
-
-    return contextvars.copy_context().run(run)
+def _analyzer(policy_config: Mapping[str, Mapping[str, Any]] | None = None) -> PolicyAnalyzer:
+    return PolicyAnalyzer(PACK_NAME, "0.1.0", policies(), EnforcementLevel.MANDATORY, policy_config)
 
 
 def analyze(type_: str, name: str, properties: Mapping[str, Any], policy_config: Mapping[str, Mapping[str, Any]] | None = None) -> set[str]:
     """The policies that report the resource, as `pulumi preview` would ask."""
-    servicer = _servicer(policy_config)
-    request = proto.AnalyzeRequest(type=type_, name=name, urn=URN.format(type=type_, name=name), properties=_struct(properties))
-    response = _isolated(lambda: servicer.Analyze(request, None))  # type: ignore[no-untyped-call]
-    return {diagnostic.policyName for diagnostic in response.diagnostics}
+    return _analyzer(policy_config).analyze(type_, name, URN.format(type=type_, name=name), properties)
 
 
 def analyze_stack(resources: list[tuple[str, str, Mapping[str, Any]]]) -> list[tuple[str, str]]:
     """(policy, urn) of every stack-policy diagnostic."""
-    request = proto.AnalyzeStackRequest(
-        resources=[proto.AnalyzerResource(type=t, name=n, urn=URN.format(type=t, name=n), properties=_struct(p)) for t, n, p in resources]
-    )
-    response = _isolated(lambda: _servicer().AnalyzeStack(request, None))  # type: ignore[no-untyped-call]
-    return [(d.policyName, d.urn) for d in response.diagnostics]
+    return _analyzer().analyze_stack([(t, n, URN.format(type=t, name=n), p) for t, n, p in resources])
 
 
 def service(service_type: str) -> dict[str, Any]:
@@ -106,8 +71,7 @@ def test_the_pack_has_one_mandatory_policy_per_rule() -> None:
 
 
 def test_the_switches_are_policy_config_without_defaults() -> None:
-    info = _servicer().GetAnalyzerInfo(None, None)  # type: ignore[no-untyped-call]
-    schemas = {p.name: json_format.MessageToDict(p.configSchema.properties) for p in info.policies if p.configSchema.properties}
+    schemas = _analyzer().config_schemas()
     assert set(schemas) == {"no-public-exposure", "deletion-protection-on-production", "private-cluster"}
     assert set(schemas["private-cluster"]) == {"allowPublicNodes", "allowOpenControlPlane"}
     assert schemas["no-public-exposure"]["allowPublicExposure"]["type"] == "boolean"

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import gc
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pulumi.runtime import resource as pulumi_resource
 
 from config.problems import StackConfigError
 from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import Render, redact, render_stack
+from render.engine import redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import SDK_STACK_TRACE, STACKS, no_stack_trace, render_once, rendered, stack_settings
+from tests.conftest import STACKS, render_once, rendered, stack_settings
 
 
 def test_the_repo_has_a_dev_stack() -> None:
@@ -97,19 +95,6 @@ def test_a_render_leaves_the_cyclic_collector_as_it_found_it(collecting: bool) -
         assert gc.isenabled() is collecting
     finally:
         (gc.enable if was else gc.disable)()
-
-
-def test_the_suites_renders_equal_those_with_the_sdks_stack_traces(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The suite leaves out the stack trace the SDK sends with each resource (tests/conftest.py).
-    assert pulumi_resource._get_stack_trace is no_stack_trace
-    assert SDK_STACK_TRACE.__module__ == "pulumi.runtime.resource" and SDK_STACK_TRACE is not no_stack_trace
-    monkeypatch.setattr(pulumi_resource, "_get_stack_trace", SDK_STACK_TRACE)
-
-    def compared(render: Render) -> Render:
-        # The SDK resolves a resource's dependencies concurrently: their order varies from render to render.
-        return replace(render, resources=[replace(r, dependencies=tuple(sorted(r.dependencies))) for r in render.resources])
-
-    assert compared(render_stack("dev")) == compared(rendered("dev"))
 
 
 def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:
