@@ -1,7 +1,6 @@
 """Offline render: ``python -m render <stack>`` and ``python -m render diff <a> <b>``.
 
-Runs the real program under Pulumi's mock engine: no cloud, no Pulumi CLI. ``render/__main__.py`` runs it in
-this process or hands it to the resident renderer (``render/resident.py``).
+Runs the real program under Pulumi's mock engine: no cloud, no Pulumi CLI.
 """
 
 from __future__ import annotations

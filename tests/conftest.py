@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import copy
-import gc
 import json
-import os
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -18,11 +16,6 @@ STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PR
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Collection imports the provider SDKs: millions of long-lived objects that the cyclic collector
-    # would scan again at every full collection while they load, and during every test after.
-    gc.disable()
-    # Renders the tests start in their own processes must not leave resident renderers behind (test_resident starts its own).
-    os.environ["RENDER_RESIDENT"] = "0"
     config.addinivalue_line("markers", "long: takes 10 s or more; the suite starts it first")
 
 
@@ -30,16 +23,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-xdist hands out tests in collection order: a long test collected last would run alone
     # at the end while the other worker waits. The sort is stable: the rest keep their order.
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    gc.collect()
-    gc.freeze()  # the imported modules stay out of every later collection
-    # A render leaves some 27,000 new container objects (the SDK's futures, tasks and outputs): at the
-    # default threshold of 700 the collector ran about 40 times a render, about 17 s of the suite's CPU
-    # in all. At 10,000: 6-8 s; about 5 s since render_stack holds the collector until a render ends.
-    gc.set_threshold(10_000, 10, 10)
-    gc.enable()
 
 
 # What the program receives, as ``render_stack`` hands it over: the stack, each config key with its

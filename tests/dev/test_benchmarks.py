@@ -8,19 +8,15 @@ from dev.benchmarks import render_gateway, render_times
 from tests.conftest import readme_command
 
 
-def test_render_times_judges_the_readmes_render_command_answered_by_the_resident_renderer(tmp_path: Path) -> None:
+def test_render_times_judges_the_readmes_render_command(tmp_path: Path) -> None:
     shown = readme_command("render-command")
     for stack in render_times.GOALS:
         timed = render_times.commands(stack, tmp_path)
-        assert timed["resident"] == ([*shown[:-1], stack, "--out", str(tmp_path)], {"RENDER_RESIDENT": "1"})
-        # Beside it, the same command where every render imports the SDKs itself.
-        assert timed["cold"] == ([*shown[:-1], stack, "--out", str(tmp_path)], {"RENDER_RESIDENT": "0"})
+        assert timed["readme"] == [*shown[:-1], stack, "--out", str(tmp_path)]
 
 
-def test_render_times_never_writes_bytecode_as_on_ci_nor_uses_the_users_resident_renderer(tmp_path: Path) -> None:
-    env = render_times.environment(tmp_path)
-    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
-    assert env["XDG_RUNTIME_DIR"] == str(tmp_path)
+def test_render_times_never_writes_bytecode_as_on_ci() -> None:
+    assert render_times.environment()["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 def test_the_gateway_benchmark_alternates_the_two_renders_after_a_warm_up_of_each() -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from config.problems import StackConfigError
 from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
@@ -81,20 +79,6 @@ def test_every_file_the_render_writes_reads_back_as_the_object_it_was_written_fr
         return sorted(json.dumps(document, sort_keys=True) for document in documents)
 
     assert canonical([parse_yaml(path.read_text()) for path in written]) == canonical(objects)
-
-
-@pytest.mark.parametrize("collecting", [True, False])
-def test_a_render_leaves_the_cyclic_collector_as_it_found_it(collecting: bool) -> None:
-    was = gc.isenabled()
-    try:
-        (gc.enable if collecting else gc.disable)()
-        render_stack("prod")
-        assert gc.isenabled() is collecting
-        with pytest.raises(StackConfigError):
-            render_stack("dev", config={"llm:nodes": -1})
-        assert gc.isenabled() is collecting
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:
