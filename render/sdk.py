@@ -48,7 +48,8 @@ check_versions({name: importlib.metadata.version(name) for name in PINNED})
 # Only after the check: on another release these imports may fail, or worse succeed and mean something else.
 import pulumi  # noqa: E402
 from google.protobuf import json_format, struct_pb2  # noqa: E402
-from pulumi.runtime import mocks, rpc  # noqa: E402
+from pulumi.runtime import mocks, resource, rpc  # noqa: E402
+from pulumi.runtime.proto import source_pb2  # noqa: E402
 from pulumi.runtime.stack import run_pulumi_func  # noqa: E402
 from pulumi.runtime.sync_await import _sync_await  # noqa: E402
 
@@ -196,6 +197,28 @@ def run_program(
         _sync_await(run_pulumi_func(program))
         root = pulumi.runtime.get_root_resource()
         return _sync_await(_resolved(getattr(root, "outputs", {})))
+
+
+def _no_stack_trace() -> source_pb2.StackTrace:
+    """What the SDK sends when it finds no caller."""
+    return source_pb2.StackTrace()
+
+
+_SDK_STACK_TRACE = resource._get_stack_trace
+
+
+def capture_stack_traces(capture: bool) -> None:
+    """Whether the SDK captures the Python stack with each resource it registers (it does unless told here).
+
+    It walks the whole stack and reads every frame's source line, to tell the engine where a resource was
+    created: under pytest's 60-odd frames a quarter of a render. The mock monitor drops it, so a render is the
+    same without it (tests/render/test_render.py).
+    """
+    resource._get_stack_trace = _SDK_STACK_TRACE if capture else _no_stack_trace
+
+
+def captures_stack_traces() -> bool:
+    return resource._get_stack_trace is _SDK_STACK_TRACE
 
 
 async def _resolved(outputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,9 @@ import pytest
 from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import redact, render_stack
+from render.engine import Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
+from render.sdk import capture_stack_traces, captures_stack_traces
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
 from tests.conftest import STACKS, render_once, rendered, stack_settings
 
@@ -79,6 +81,23 @@ def test_every_file_the_render_writes_reads_back_as_the_object_it_was_written_fr
         return sorted(json.dumps(document, sort_keys=True) for document in documents)
 
     assert canonical([parse_yaml(path.read_text()) for path in written]) == canonical(objects)
+
+
+def test_the_suites_renders_equal_those_with_the_sdks_stack_traces() -> None:
+    # The suite leaves out the stack trace the SDK sends with each resource (tests/conftest.py).
+    assert not captures_stack_traces()
+    capture_stack_traces(True)
+    try:
+        assert captures_stack_traces()
+        with_traces = render_stack("dev")
+    finally:
+        capture_stack_traces(False)
+
+    def compared(render: Render) -> Render:
+        # The SDK resolves a resource's dependencies concurrently: their order varies from render to render.
+        return replace(render, resources=[replace(r, dependencies=tuple(sorted(r.dependencies))) for r in render.resources])
+
+    assert compared(with_traces) == compared(rendered("dev"))
 
 
 def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:
