@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import tomllib
 
 from render.engine import PROJECT_ROOT
@@ -14,3 +15,10 @@ def test_the_readme_test_command_runs_the_suite_on_two_workers_of_a_pinned_xdist
     assert "-n" in command and command[command.index("-n") + 1] == "2"
     dev = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["dependency-groups"]["dev"]
     assert any(requirement.startswith("pytest-xdist==") for requirement in dev)
+
+
+def test_the_suite_keeps_the_loaded_sdks_out_of_the_collectors_scans() -> None:
+    # Each worker froze what collection imported and raised the threshold: about 15 s of the suite's CPU (docs/testing.md).
+    assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[0] == 10_000
+    assert gc.isenabled()

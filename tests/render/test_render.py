@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import pytest
 from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import Render, redact, render_stack
+from render.engine import PROJECT_ROOT, Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.sdk import capture_stack_traces, captures_stack_traces
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
@@ -98,6 +100,20 @@ def test_the_suites_renders_equal_those_with_the_sdks_stack_traces() -> None:
         return replace(render, resources=[replace(r, dependencies=tuple(sorted(r.dependencies))) for r in render.resources])
 
     assert compared(with_traces) == compared(rendered("dev"))
+
+
+def test_python_m_render_runs_with_the_cyclic_collector_off_and_frozen_at_exit() -> None:
+    # Half of a warm render's time with it on (docs/testing.md). Exit handlers run last-registered first:
+    # this one reports after the command's own.
+    code = (
+        "import atexit, gc, runpy, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "sys.argv = ['render', '--help']\n"
+        "try:\n    runpy.run_module('render', run_name='__main__')\n"
+        "except SystemExit:\n    print('collector', 'on' if gc.isenabled() else 'off')"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-2:] == ["collector off", "frozen True"]
 
 
 def test_diff_of_two_stacks_shows_what_changes(tmp_path: Path) -> None:
