@@ -16,6 +16,7 @@ from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
 from facts.gke import GPUS_PER_NODE
+from facts.vllm import JIT_CACHE_FOLDERS
 from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
 
 PORT_NAME = "http"
@@ -102,6 +103,8 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         compile_cache = spec.compile_cache
         # vLLM keys each entry below this root by its config, code and torch (vllm/compilation/backends.py).
         env.append({"name": "VLLM_CACHE_ROOT", "value": compile_cache.folder})
+        # Triton's, FlashInfer's and Inductor's JIT caches too, else each new node compiles their kernels again.
+        env.extend({"name": name, "value": f"{compile_cache.folder}/{folder}"} for name, folder in sorted(JIT_CACHE_FOLDERS.items()))
         volumes.append(
             {
                 "name": "compile-cache",

@@ -11,7 +11,7 @@ from config.problems import ConfigProblem, one_of
 from config.section import ConfigBool, Section, kubernetes_quantity, memory_quantity, pinned_image
 from facts.gke import A4_POD_CPU, A4_POD_MEMORY, GPUS_PER_NODE
 from facts.kubernetes import ENV_NAME, quantity
-from facts.vllm import TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
+from facts.vllm import JIT_CACHE_FOLDERS, TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
 
 # Credentials vLLM and Hugging Face read from the environment.
 CREDENTIAL_VARIABLES = {"HF_TOKEN": "hfToken", "HUGGING_FACE_HUB_TOKEN": "hfToken", "VLLM_API_KEY": "apiKey"}
@@ -20,7 +20,7 @@ CREDENTIAL_VARIABLES = {"HF_TOKEN": "hfToken", "HUGGING_FACE_HUB_TOKEN": "hfToke
 PROGRAM_VARIABLES = {
     "HF_HUB_OFFLINE": "cache.enabled",
     "VLLM_CACHE_ROOT": "the shared compile cache, on unless VLLM_DISABLE_COMPILE_CACHE is 1",
-}
+} | {name: "the shared compile cache, which holds the engine's JIT caches too" for name in JIT_CACHE_FOLDERS}
 # How vLLM reads a variable it takes as a number (vllm/envs.py), and what the value must then be.
 _NUMBER_READS = {
     "bool-int": ("bool(int(value))", "0 or 1"),

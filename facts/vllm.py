@@ -47,6 +47,15 @@ QUERIED_METRICS = (
     TPOT_HISTOGRAM,
     ITL_HISTOGRAM,
 )
+# The engine's JIT caches beside vLLM's own (VLLM_CACHE_ROOT): each variable moves one into the shared compile
+# cache, under the folder named here. Left in the container they are lost with the node, and a new node paid
+# ~76 s of Triton and ~100 s of FlashInfer compiles (docs/cold-start.md, "The engine's JIT caches"):
+# - TRITON_CACHE_DIR, default ~/.triton/cache: triton-lang/triton python/triton/knobs.py (cache_dir);
+# - FLASHINFER_WORKSPACE_BASE, default the home; the cache is <base>/.cache/flashinfer:
+#   flashinfer-ai/flashinfer flashinfer/jit/env.py (FLASHINFER_BASE_DIR);
+# - TORCHINDUCTOR_CACHE_DIR, default /tmp/torchinductor_<user>: pytorch/pytorch
+#   torch/_inductor/runtime/cache_dir_utils.py (default_cache_dir).
+JIT_CACHE_FOLDERS = {"TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer", "TORCHINDUCTOR_CACHE_DIR": "torchinductor"}
 # From 0.33.0 this flag replaces a family's buckets; TTFT's family key (vllm/v1/metrics/buckets.py).
 CUSTOM_BUCKETS_FLAG = "--custom-histogram-buckets"
 TTFT_FAMILY = "time_to_first_token"

@@ -51,6 +51,13 @@ REFUSED: list[tuple[str, str, dict[str, Any], list[str]]] = [
     # Environment the program owns, and values vLLM reads as numbers.
     ("env", "dev", {"serving": {"env": {"VLLM_CACHE_ROOT": "/tmp/cache"}}}, ["llm:serving.env.VLLM_CACHE_ROOT", "set by the program"]),
     ("env", "dev", {"serving": {"env": {"HF_HUB_OFFLINE": "0"}}}, ["llm:serving.env.HF_HUB_OFFLINE", "set by the program"]),
+    ("env", "dev", {"serving": {"env": {"TRITON_CACHE_DIR": "/tmp/t"}}}, ["llm:serving.env.TRITON_CACHE_DIR", "set by the program"]),
+    (
+        "env",
+        "dev",
+        {"serving": {"env": {"FLASHINFER_WORKSPACE_BASE": "/tmp/f"}}},
+        ["llm:serving.env.FLASHINFER_WORKSPACE_BASE", "set by the program"],
+    ),
     (
         "env",
         "dev",
