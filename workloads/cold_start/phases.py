@@ -14,15 +14,36 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-Step = Literal["pending", "scale-up", "scheduled", "pulled", "started", "weights-loaded", "graphs-captured", "serving"]
+Step = Literal[
+    "pending",
+    "scale-up",
+    "scheduled",
+    "pulled",
+    "started",
+    "loading",
+    "weights-loaded",
+    "profiled",
+    "kv-cache",
+    "graphs-captured",
+    "serving",
+    "answered",
+]
 
 # (phase, from step, to step): what each stretch of a cold start waits for.
 PHASES: tuple[tuple[str, Step, Step], ...] = (
     ("node provisioned", "pending", "scheduled"),
     ("image pulled or streamed", "scheduled", "started"),
-    ("weights loaded", "started", "weights-loaded"),
-    ("compile and CUDA graph capture", "weights-loaded", "graphs-captured"),
-    ("ready", "graphs-captured", "serving"),
+    ("imports and config", "started", "loading"),
+    ("weights loaded", "loading", "weights-loaded"),
+    # Every graph's torch.compile (the MTP drafter's after the model's) and the profiling runs, in which
+    # Triton compiles the kernels it has not cached.
+    ("torch.compile, profiling and kernel JIT", "weights-loaded", "profiled"),
+    # FlashInfer compiles its attention modules here when its cache is cold.
+    ("FlashInfer JIT and KV cache", "profiled", "kv-cache"),
+    ("CUDA graph capture", "kv-cache", "graphs-captured"),
+    ("server start", "graphs-captured", "serving"),
+    # The first completion after the server started: Triton kernels first met at inference compile here.
+    ("first answer", "serving", "answered"),
 )
 
 # Event reasons (kubernetes/kubernetes pkg/kubelet/events/event.go, pkg/scheduler/schedule_one.go;
@@ -41,12 +62,22 @@ def container_path(container: str) -> str:
     return f"spec.containers{{{container}}}"
 
 
-# vLLM 0.18.1's own lines. With data parallel 8 each engine prints its own; a phase ends at the last.
-WEIGHTS_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB memory and (?P<seconds>[\d.]+) seconds")
+# vLLM's own lines, as 0.26.0 prints them (0.18.1's are the same where both print one; docs/cold-start.md).
+# With data parallel 8 each engine prints its own; a step ends at the last engine's line.
+LOADING = re.compile(r"Starting to load model ")
+# One runner prints "GiB memory and", another "GiB and".
+WEIGHTS_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB (?:memory )?and (?P<seconds>[\d.]+) seconds")
 COMPILED = re.compile(r"torch\.compile (?:and initial profiling/warmup run together )?took (?P<seconds>[\d.]+) s in total")
+PROFILED = re.compile(r"Initial profiling/warmup run took (?P<seconds>[\d.]+) s")
 COMPILE_CACHE_HIT = re.compile(r"Directly load (?:AOT compilation from path|the compiled graph\(s\))")
+KV_CACHE = re.compile(r"GPU KV cache size: [\d,]+ tokens")
 GRAPHS_CAPTURED = re.compile(r"Graph capturing finished in (?P<seconds>\d+) secs")
 SERVING = re.compile(r"Starting vLLM server on ")
+INFERENCE_JIT = re.compile(r"Triton kernel JIT compilation during inference: (?P<kernel>\w+)")
+# uvicorn's access line of an answered completion (a chat's or a plain one's).
+ANSWERED = re.compile(r'"POST /v1/(?:chat/)?completions HTTP/[\d.]+" 200')
+# Each process's lines start with "(<name> pid=<pid>) " (vllm/utils/system_utils.py).
+PROCESS = re.compile(r"\((?P<process>[\w-]+ pid=\d+)\) ")
 
 # `kubectl logs --timestamps` prefixes each line with RFC 3339 time; vLLM's own stamp has no year.
 KUBECTL_STAMP = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
@@ -83,8 +114,10 @@ class Breakdown:
     streamed: bool = False
     pull_seconds: float | None = None
     compile_cache_hit: bool | None = None
-    # vLLM's own durations, the slowest engine's.
+    # vLLM's own durations, the slowest engine's (each summed over that engine's graphs and runs).
     engine_seconds: dict[str, float] = field(default_factory=dict)
+    # Triton kernels compiled at inference: each made a request wait after the server started.
+    inference_jit_kernels: list[str] = field(default_factory=list)
 
     def phases(self) -> list[tuple[str, float | None]]:
         """Each phase's wall-clock seconds; None where a step is missing from the input."""
@@ -95,8 +128,10 @@ class Breakdown:
 
     @property
     def total_seconds(self) -> float | None:
-        if "pending" in self.steps and "serving" in self.steps:
-            return (self.steps["serving"] - self.steps["pending"]).total_seconds()
+        """From the pod's first event to its first answer, or to the server's start when the log holds no answer."""
+        end = self.steps.get("answered") or self.steps.get("serving")
+        if "pending" in self.steps and end is not None:
+            return (end - self.steps["pending"]).total_seconds()
         return None
 
     def as_output(self) -> dict[str, object]:
@@ -108,6 +143,7 @@ class Breakdown:
             "kubeletPullSeconds": self.pull_seconds,
             "compileCacheHit": self.compile_cache_hit,
             "vllmSeconds": dict(sorted(self.engine_seconds.items())),
+            "inferenceJitKernels": list(self.inference_jit_kernels),
         }
 
     def table(self) -> str:
@@ -123,6 +159,8 @@ class Breakdown:
         if self.engine_seconds:
             own = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(self.engine_seconds.items()))
             lines.append(f"  vLLM's own figures (slowest engine): {own}")
+        if self.inference_jit_kernels:
+            lines.append(f"  Triton kernels compiled at inference, after the server started: {len(self.inference_jit_kernels)}")
         return "\n".join(lines) + "\n"
 
 
@@ -203,38 +241,69 @@ def read_log(breakdown: Breakdown, lines: Iterable[str]) -> None:
     year = breakdown.steps["pending"].year if "pending" in breakdown.steps else datetime.now(UTC).year
     seen: dict[Step, datetime] = {}
     hit = compiled = False
-    own = breakdown.engine_seconds
+    # Per engine process, then the slowest engine's: an engine compiles and profiles each of its graphs in turn.
+    per_process: dict[str, dict[str, float]] = {}
+
+    def last(step: Step, time: datetime) -> None:
+        seen[step] = max(seen.get(step, time), time)
+
+    def add(line: str, figure: str, seconds: float) -> None:
+        process = match["process"] if (match := PROCESS.search(line)) else ""
+        own = per_process.setdefault(process, {})
+        own[figure] = own.get(figure, 0.0) + seconds
+
     for line in lines:
         time = _line_time(line, year)
         if time is None:
             continue
-        if match := WEIGHTS_LOADED.search(line):
-            seen["weights-loaded"] = max(seen.get("weights-loaded", time), time)
-            own["weights"] = max(own.get("weights", 0.0), float(match["seconds"]))
+        if LOADING.search(line):
+            last("loading", time)
+        elif match := WEIGHTS_LOADED.search(line):
+            last("weights-loaded", time)
+            add(line, "weights", float(match["seconds"]))
         elif match := COMPILED.search(line):
             compiled = True
-            own["torch.compile"] = max(own.get("torch.compile", 0.0), float(match["seconds"]))
+            last("profiled", time)
+            add(line, "torch.compile", float(match["seconds"]))
+        elif match := PROFILED.search(line):
+            last("profiled", time)
+            add(line, "profiling and kernel JIT", float(match["seconds"]))
         elif COMPILE_CACHE_HIT.search(line):
             hit = True
+        elif KV_CACHE.search(line):
+            last("kv-cache", time)
         elif match := GRAPHS_CAPTURED.search(line):
-            seen["graphs-captured"] = max(seen.get("graphs-captured", time), time)
-            own["CUDA graph capture"] = max(own.get("CUDA graph capture", 0.0), float(match["seconds"]))
+            last("graphs-captured", time)
+            add(line, "CUDA graph capture", float(match["seconds"]))
         elif SERVING.search(line):
             seen.setdefault("serving", time)
+        elif match := INFERENCE_JIT.search(line):
+            breakdown.inference_jit_kernels.append(match["kernel"])
+        elif ANSWERED.search(line) and "serving" in seen:
+            seen.setdefault("answered", time)
     if not seen:
         raise MeasureError("no vLLM startup line in the log (run kubectl logs on the vLLM container, with --timestamps)")
     breakdown.steps.update(seen)
+    for own in per_process.values():
+        for figure, seconds in own.items():
+            breakdown.engine_seconds[figure] = round(max(breakdown.engine_seconds.get(figure, 0.0), seconds), 6)
     breakdown.compile_cache_hit = True if hit else (False if compiled else None)
 
 
 # Each measured phase against the expected one (plan/cold_start_estimate.py, estimates' `coldStart.phases`);
-# vLLM's startup after the weights is one expected figure, by whether the compile cache was hit.
+# vLLM's startup besides the weights is one expected figure, by whether the compile cache was hit.
 EXPECTED_PHASE = {
     "node provisioned": "nodeProvisioning",
     "image pulled or streamed": "image",
     "weights loaded": "weights",
 }
-COMPILE_PHASES = ("compile and CUDA graph capture", "ready")
+COMPILE_PHASES = (
+    "imports and config",
+    "torch.compile, profiling and kernel JIT",
+    "FlashInfer JIT and KV cache",
+    "CUDA graph capture",
+    "server start",
+)
 
 
 def against_expected(breakdown: Breakdown, cold_start: Mapping[str, Any]) -> list[tuple[str, float | None, float | None]]:

@@ -300,14 +300,19 @@ def test_a_batch_that_woke_the_replicas_reports_how_the_last_one_started(
     cold_start = only_report(bucket, "woke.jsonl")["cold_start"]
     assert cold_start["pod"] == samples.POD  # the pod that started last, not yesterday's
     # From the samples' stamps: first event 12:00:00, Scheduled 12:05:31, Started 12:05:45, the slowest engine's
-    # weights 12:06:41.007 and graphs 12:13:20.019, the server 12:13:31.224.
+    # loading 12:06:19.031, weights 12:06:41.007, last profiling 12:09:53.250, KV cache 12:11:41.600 and graphs
+    # 12:13:20.019, the server 12:13:31.224, the first answer 12:15:13.880.
     assert cold_start["phases"] == pytest.approx(
         {
             "node provisioned": 331.0,
             "image pulled or streamed": 14.0,
-            "weights loaded": 56.007,
-            "compile and CUDA graph capture": 399.012,
-            "ready": 11.205,
+            "imports and config": 34.031,
+            "weights loaded": 21.976,
+            "torch.compile, profiling and kernel JIT": 192.243,
+            "FlashInfer JIT and KV cache": 108.35,
+            "CUDA graph capture": 98.419,
+            "server start": 11.205,
+            "first answer": 102.656,
         }
     )
     assert (cold_start["imageStreamed"], cold_start["compileCacheHit"]) == (True, False)
@@ -362,8 +367,8 @@ def test_a_woken_batch_reports_each_phase_measured_beside_the_stacks_estimate(
     rows = {
         "node provisioned": (331.0, 330),
         "image pulled or streamed": (14.0, 30),
-        "weights loaded": (56.007, 12),
-        "compile, CUDA graphs and ready": (399.012 + 11.205, 600),
+        "weights loaded": (21.976, 12),
+        "compile, CUDA graphs and ready": (34.031 + 192.243 + 108.35 + 98.419 + 11.205, 600),
     }
     assert set(cold_start["againstEstimate"]) == set(rows)
     for name, (measured, expected_seconds) in rows.items():

@@ -1,4 +1,4 @@
-"""The startup-phase parser, on samples written from Kubernetes' and vLLM 0.18.1's own formats (tests/workloads/cold_start/samples.py)."""
+"""The startup-phase parser, on samples written from Kubernetes' and vLLM 0.26.0's own formats (tests/workloads/cold_start/samples.py)."""
 
 from __future__ import annotations
 
@@ -34,26 +34,57 @@ def event_time(events: list[dict[str, object]], reason: str, container: str | No
     return datetime.fromisoformat(str(found["firstTimestamp"]).replace("Z", "+00:00"))
 
 
-def test_a_cold_wake_splits_into_node_image_weights_compile_and_ready() -> None:
-    events = samples.wake_events()
-    breakdown = measure(samples.events_list(events), samples.COLD_LOG.splitlines())
+def test_a_cold_wake_splits_into_every_phase_vllm_logs() -> None:
+    events = samples.events_list(samples.wake_events())
+    breakdown = measure(events, samples.COLD_LOG.splitlines())
     phases = dict(breakdown.phases())
-    pending, scheduled = (event_time(events, r) for r in ("FailedScheduling", "Scheduled"))
-    started = event_time(events, "Started", "spec.containers{vllm}")  # vLLM's, not the FUSE sidecar's before it
+    pending, scheduled = (event_time(events["items"], r) for r in ("FailedScheduling", "Scheduled"))
+    started = event_time(events["items"], "Started", "spec.containers{vllm}")  # vLLM's, not the FUSE sidecar's before it
     # Each vLLM step ends at the slowest engine's line (DP1 in the sample).
+    loading = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:06:19")
     loaded = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:06:41")
+    # The drafter's compile and profiling come after the model's: the phase ends at the last of them.
+    profiled = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:09:53")
+    kv_cache = at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:11:41")
     captured = at(samples.COLD_LOG, "Graph capturing finished in 41 secs")
     serving = at(samples.COLD_LOG, "Starting vLLM server on")
+    answered = at(samples.COLD_LOG, "POST /v1/completions")
     assert phases == {
         "node provisioned": (scheduled - pending).total_seconds(),
         "image pulled or streamed": (started - scheduled).total_seconds(),
-        "weights loaded": (loaded - started).total_seconds(),
-        "compile and CUDA graph capture": (captured - loaded).total_seconds(),
-        "ready": (serving - captured).total_seconds(),
+        "imports and config": (loading - started).total_seconds(),
+        "weights loaded": (loaded - loading).total_seconds(),
+        "torch.compile, profiling and kernel JIT": (profiled - loaded).total_seconds(),
+        "FlashInfer JIT and KV cache": (kv_cache - profiled).total_seconds(),
+        "CUDA graph capture": (captured - kv_cache).total_seconds(),
+        "server start": (serving - captured).total_seconds(),
+        "first answer": (answered - serving).total_seconds(),
     }
-    assert breakdown.total_seconds == (serving - pending).total_seconds()
+    assert breakdown.total_seconds == (answered - pending).total_seconds()
     assert breakdown.compile_cache_hit is False
-    assert breakdown.engine_seconds == {"weights": 43.11887, "torch.compile": 318.4, "CUDA graph capture": 41.0}
+    # vLLM's own figures: each engine's graphs and profiling runs summed (the drafter's with the model's), the slowest engine's.
+    assert breakdown.engine_seconds == {
+        "weights": 21.976018,
+        "torch.compile": pytest.approx(84.40 + 31.80),
+        "profiling and kernel JIT": pytest.approx(77.47 + 0.90),
+        "CUDA graph capture": 41.0,
+    }
+    assert breakdown.inference_jit_kernels == ["_causal_conv1d_fwd_kernel", "fused_sigmoid_gating_delta_rule_update_kernel"]
+
+
+def test_the_weights_line_without_memory_is_read() -> None:
+    # One of vLLM 0.26.0's runners prints "Model loading took %s GiB and %.6f seconds".
+    log = samples.COLD_LOG.replace("GiB memory and 21.976018", "GiB and 23.5")
+    breakdown = measure(samples.events_list(samples.wake_events()), log.splitlines())
+    assert breakdown.engine_seconds["weights"] == 23.5
+    assert breakdown.steps["weights-loaded"] == at(samples.COLD_LOG, "EngineCore_DP1 pid=413) INFO 11-23 12:06:41")
+
+
+def test_a_log_without_an_answer_ends_at_the_servers_start() -> None:
+    log = [line for line in samples.COLD_LOG.splitlines() if "POST /v1/" not in line]
+    breakdown = measure(samples.events_list(samples.wake_events()), log)
+    assert dict(breakdown.phases())["first answer"] is None
+    assert breakdown.total_seconds == (at(samples.COLD_LOG, "Starting vLLM server on") - breakdown.steps["pending"]).total_seconds()
 
 
 def test_the_fuse_sidecars_pull_and_start_are_not_vllms() -> None:
@@ -77,16 +108,18 @@ def test_a_wake_that_found_the_compile_cache_says_so() -> None:
     breakdown = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
     assert breakdown.compile_cache_hit is True
     cold = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
-    warm_compile, cold_compile = (dict(b.phases())["compile and CUDA graph capture"] for b in (breakdown, cold))
-    assert warm_compile is not None and cold_compile is not None and warm_compile < cold_compile
+    for phase in ("torch.compile, profiling and kernel JIT", "FlashInfer JIT and KV cache", "first answer"):
+        warm_phase, cold_phase = (dict(b.phases())[phase] for b in (breakdown, cold))
+        assert warm_phase is not None and cold_phase is not None and warm_phase < cold_phase, phase
 
 
 def test_without_kubectl_timestamps_vllms_own_stamps_take_the_year_of_the_events() -> None:
     bare = [re.sub(r"^\S+ ", "", line) for line in samples.COLD_LOG.splitlines()]
     with_stamps = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
     without = measure(samples.events_list(samples.wake_events()), bare)
-    # vLLM's stamp has whole seconds only.
-    for (name, seconds), (_, rounded) in zip(with_stamps.phases(), without.phases(), strict=True):
+    # vLLM's stamp has whole seconds only; uvicorn's access lines carry no time of their own.
+    assert dict(without.phases())["first answer"] is None
+    for (name, seconds), (_, rounded) in zip(with_stamps.phases()[:-1], without.phases()[:-1], strict=True):
         assert seconds is not None and rounded is not None
         assert abs(seconds - rounded) < 1.0, name
 
@@ -113,7 +146,7 @@ def test_a_step_missing_from_the_input_leaves_its_phases_open() -> None:
     events = [e for e in samples.wake_events() if e["reason"] != "Scheduled"]
     phases = dict(measure(samples.events_list(events), samples.COLD_LOG.splitlines()).phases())
     assert phases["node provisioned"] is None and phases["image pulled or streamed"] is None
-    assert phases["weights loaded"] is not None
+    assert phases["weights loaded"] is not None and phases["imports and config"] is not None
 
 
 @pytest.mark.parametrize(
