@@ -36,6 +36,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
     "policy/rules.py": ("tests/policy/test_rules_cases.py",),
     "render/awaits.py": ("tests/render/test_awaits.py",),
+    "render/refresh.py": ("tests/render/test_refresh_rules.py",),
 }
 
 
