@@ -93,8 +93,40 @@ def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> d
         # creates; the binding goes to KEDA's namespace and auth_reader_* grant the read instead.
         "rbac": {"controlPlaneServiceAccountsNamespace": KEDA_NAMESPACE},
         "webhooks": {"port": CONTROL_PLANE_PORT},
+        # The operator's own metrics (scaler values and errors) on port "metrics", for the batch and trigger alerts.
+        "prometheus": {"operator": {"enabled": True}},
         "service": {"portHttpsTarget": CONTROL_PLANE_PORT},
         "image": images,
+    }
+
+
+# A trigger failing this many polls in a row counts as 0 replicas (KEDA's fallback).
+FALLBACK_FAILURES = 3
+
+
+def scale_fallback() -> dict[str, int]:
+    """KEDA's fallback: a trigger failing ``FALLBACK_FAILURES`` polls in a row counts as 0 replicas.
+
+    Without one, KEDA keeps the replicas while any trigger errors and none is active (kedacore/keda
+    v2.20.2 pkg/scaling/executor/scale_scaledobjects.go: "TriggerError"), so a persistent 403 on the
+    bucket would keep A4 nodes billing. With ``replicas: 0`` the inactive, failing target goes to zero
+    after its cooldown; the scaler-errors alert says that the trigger fails.
+    """
+    return {"failureThreshold": FALLBACK_FAILURES, "replicas": 0}
+
+
+def operator_pod_monitoring(labels: dict[str, str]) -> dict[str, Any]:
+    """Managed Prometheus scrapes KEDA's operator: keda_scaler_metrics_value and keda_scaler_detail_errors_total
+    (kedacore/keda v2.20.2 pkg/metricscollector/prommetrics.go), on the chart's port "metrics"."""
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": KEDA_OPERATOR, "namespace": KEDA_NAMESPACE, "labels": labels},
+        "spec": {
+            # The chart's operator pods (templates/manager/deployment.yaml: app: <operator.name>).
+            "selector": {"matchLabels": {"app": KEDA_OPERATOR}},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+        },
     }
 
 
@@ -219,6 +251,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             # poll (scale_executor.go), while they still load. Give them their cold start, then idle.
             "initialCooldownPeriod": spec.cold_start_seconds + idle_seconds,
             "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(spec)}},
+            "fallback": scale_fallback(),
             "triggers": triggers,
         },
     }
@@ -276,6 +309,7 @@ class Autoscaling(pulumi.ComponentResource):
         # The chart installs KEDA's CRDs; its objects come after them.
         after_chart = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[chart]))
         authentication = Manifest(AUTHENTICATION, trigger_authentication(spec), after_chart)
+        Manifest(KEDA_OPERATOR, operator_pod_monitoring(spec.labels), after_chart)
         Manifest(
             spec.deployment,
             scaled_object(spec),

@@ -19,6 +19,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.autoscaling import scale_fallback
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
@@ -43,8 +44,10 @@ OBJECT_USER = "roles/storage.objectUser"
 OBJECT_VIEWER = "roles/storage.objectViewer"
 # Scale-down of the runner: its last scrape (backlog 0) must reach Managed Prometheus before it goes.
 RUNNER_COOLDOWN_SECONDS = 300
-# A runner told to stop releases its claim's lease and lets requests in flight finish.
+# A runner told to stop (SIGTERM, as PID 1 it handles it) lets the open parts' requests finish, then hands
+# its claim back; it gives up waiting this long before the kill, to hand the claim back and exit.
 RUNNER_GRACE_SECONDS = 60
+RUNNER_DRAIN_SECONDS = RUNNER_GRACE_SECONDS - 10
 
 
 def shipped_paths() -> list[str]:
@@ -148,6 +151,8 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
             if spec.expected_cold_start is None
             else json.dumps({"phases": spec.expected_cold_start.as_output()["phases"]}, sort_keys=True)
         ),
+        layout.ENV_IDLE_TAIL_SECONDS: str(spec.idle_tail_seconds),
+        layout.ENV_DRAIN_SECONDS: str(RUNNER_DRAIN_SECONDS),
         "PYTHONPATH": CODE_ROOT,
         "PYTHONUNBUFFERED": "1",
     }
@@ -242,6 +247,11 @@ def runner_scaled_object(spec: BatchSpec) -> dict[str, Any]:
             "maxReplicaCount": spec.workers,
             "pollingInterval": spec.poll_seconds,
             "cooldownPeriod": RUNNER_COOLDOWN_SECONDS,
+            "fallback": scale_fallback(),
+            # The HPA never removes a runner: it would pick any pod, a busy one too, stranding its claim and
+            # resending its requests. KEDA alone scales the runners to zero, once input/ is empty and so no
+            # runner holds a batch (docs/batch.md).
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"selectPolicy": "Disabled"}}}},
             "triggers": [
                 {
                     "type": "gcp-storage",

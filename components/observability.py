@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from components.batch import RUNNER  # the runner's ScaledObject has its name
 from components.options import child_options
 from facts import vllm
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
@@ -177,6 +178,28 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
             "Check the queue and KV-cache charts; add replicas if both are high.",
         ),
     ]
+    if spec.batch:
+        # KEDA's own count of input/ on the runner's ScaledObject (the runner exports nothing if it never starts),
+        # by ScaledObject name: Managed Prometheus' target label namespace is KEDA's.
+        waiting = f'sum(keda_scaler_metrics_value{{scaledObject="{RUNNER}"}})'
+        in_flight = f"(sum({layout.IN_FLIGHT}{{{_on(spec)}}}) or on() vector(0))"
+        scaled = f"{spec.deployment}|{RUNNER}"
+        found += [
+            Alert(
+                "batch-stalled",
+                f"{waiting} > 0 and on() {in_flight} == 0 and on() {available} > 0",
+                "Batch files wait under input/ and replicas are up, but no batch request is in flight: the replicas bill for nothing.",
+                "kubectl -n NAMESPACE get pods -l app.kubernetes.io/name=batch-runner; kubectl -n NAMESPACE logs deploy/batch-runner. "
+                "A pod not starting or crash-looping names its cause there.",
+            ),
+            Alert(
+                "scaler-errors",
+                f'sum(rate(keda_scaler_detail_errors_total{{scaledObject=~"{scaled}"}}[{WINDOW}])) > 0',
+                "A KEDA trigger of the stack keeps failing (a 403 listing the batch bucket, a failing query). Its fallback "
+                "lets the stack return to zero, but a failing wake trigger wakes nothing.",
+                "kubectl -n NAMESPACE describe scaledobject; kubectl -n keda logs deploy/keda-operator.",
+            ),
+        ]
     if spec.expected_tokens_per_replica:
         floor = round(spec.expected_tokens_per_replica * spec.throughput_fraction)
         # Against the replicas Ready now, and only while each runs the load the estimate was measured

@@ -28,6 +28,17 @@ DOWNLOAD_DIR = "/root/.cache/huggingface"
 # GKE's Cloud Storage FUSE CSI driver; its webhook adds the FUSE sidecar to pods annotated for it.
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+# The FUSE sidecar on an A4 node (docs/cold-start.md, "The FUSE sidecar on A4"): gcsfuse sizes itself by
+# machine type and puts a4-highgpu-8g in its high-performance group, 1,600 streaming-write blocks of
+# 32 MiB; the sidecar's default memory is 256Mi. Bounded to 16 blocks (512 MiB: two files being written
+# per engine of eight), and the sidecar given room for them, gcsfuse's own and its metadata caches.
+GCSFUSE_WRITE_BLOCKS = 16
+GCSFUSE_SIDECAR_RESOURCES = {
+    "gke-gcsfuse/memory-request": "1536Mi",
+    "gke-gcsfuse/memory-limit": "1536Mi",
+    "gke-gcsfuse/cpu-request": "1",
+    "gke-gcsfuse/cpu-limit": "1",
+}
 
 
 def engine_args(profile: EngineProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
@@ -112,12 +123,16 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
                     "driver": GCSFUSE_DRIVER,
                     # Replicas compiling at once write the same entries (vLLM's key covers config, code
                     # and torch): the last close may win instead of failing the engine (docs/cold-start.md).
-                    "volumeAttributes": {"bucketName": compile_cache.bucket, "mountOptions": "implicit-dirs,precondition-errors=false"},
+                    "volumeAttributes": {
+                        "bucketName": compile_cache.bucket,
+                        "mountOptions": f"implicit-dirs,precondition-errors=false,write:global-max-blocks:{GCSFUSE_WRITE_BLOCKS}",
+                    },
                 },
             }
         )
         mounts.append({"name": "compile-cache", "mountPath": compile_cache.folder})
         annotations[GCSFUSE_ANNOTATION] = "true"
+        annotations.update(GCSFUSE_SIDECAR_RESOURCES)
     container: dict[str, Any] = {
         "name": spec.name,
         "image": spec.image,

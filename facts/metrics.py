@@ -22,7 +22,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 def exported(release: str = DEFAULT_RELEASE) -> dict[str, str]:
     """Metric name -> kind (counter, gauge, histogram), from every source; vLLM's of ``release``."""
     table = dict(facts(release).metrics)
-    for source in ("dcgm.yaml", "kube-state.yaml", "epp.yaml"):
+    for source in ("dcgm.yaml", "kube-state.yaml", "epp.yaml", "keda.yaml"):
         for entry in read_yaml(DATA / source)["metrics"]:
             name, kind = str(entry).split()
             table[name] = kind
@@ -42,4 +42,4 @@ def series_problem(series: str, release: str = DEFAULT_RELEASE) -> str | None:
         if series.startswith(name):
             return f"{series}: {name} is a {kind}; query {' or '.join(name + s for s in SUFFIXES[kind])}"
     sources = f"vLLM {release}; facts/data/, workloads/batch/layout.py"
-    return f"{series}: no vLLM, DCGM, kube-state, endpoint-picker or batch-runner metric of this name ({sources})"
+    return f"{series}: no vLLM, DCGM, kube-state, endpoint-picker, KEDA or batch-runner metric of this name ({sources})"

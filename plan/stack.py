@@ -557,6 +557,8 @@ class BatchSpec:
     max_replicas: int
     workers: int
     poll_seconds: int
+    # KEDA's cooldown plus a poll: how long the replicas stay up after the last batch (the report's idle tail).
+    idle_tail_seconds: int
     # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
     price_per_replica_hour: float | None
     estimated_usd_per_million_tokens: float | None
@@ -802,6 +804,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             max_replicas=settings.max_replicas,
             workers=runner_workers(settings.max_replicas),
             poll_seconds=settings.autoscaling.poll_seconds,
+            idle_tail_seconds=settings.autoscaling.idle_minutes * 60 + settings.autoscaling.poll_seconds,
             price_per_replica_hour=costs.price_per_node_hour,
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
             expected_cold_start=figures.cold_start,

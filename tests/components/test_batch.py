@@ -350,3 +350,30 @@ def test_one_input_file_alone_gets_the_workers_that_saturate_the_most_replicas()
     # Each worker is a process on its own core, with the memory one worker is given.
     assert container["resources"]["requests"]["cpu"] == str(workers)
     assert container["resources"]["requests"]["memory"] == f"{workers * 1024}Mi"
+
+
+def scaled_objects(render: Render) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in render.by_type(SCALED_OBJECT)}
+
+
+def test_the_runners_scale_down_never_removes_a_busy_pod_and_its_grace_covers_the_drain() -> None:
+    """The HPA may not remove a runner while inputs wait (it would strand a claim and resend its requests);
+    KEDA alone takes them to zero once input/ is empty, when no runner holds a batch."""
+    render = with_batch()
+    behavior = scaled_objects(render)[RUNNER]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["selectPolicy"] == "Disabled"
+    pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
+    drain = float(values_of(runner_container(render))[layout.ENV_DRAIN_SECONDS])
+    assert 0 < drain < pod["terminationGracePeriodSeconds"]
+
+
+def test_a_failing_trigger_never_keeps_the_a4_nodes_up() -> None:
+    """KEDA keeps the replicas while any trigger errors and no fallback is set; a fallback of 0 replicas lets an
+    inactive, failing stack return to zero (kedacore/keda v2.20.2 pkg/scaling/executor/scale_scaledobjects.go)."""
+    for name, spec in scaled_objects(with_batch()).items():
+        assert spec["fallback"]["replicas"] == 0 and spec["fallback"]["failureThreshold"] >= 1, name
+
+
+def test_the_runner_counts_the_idle_tail_keda_keeps_after_the_last_batch() -> None:
+    render = batch_render(autoscaling={"enabled": True, "pollSeconds": 20, "idleMinutes": IDLE_MINUTES})
+    assert values_of(runner_container(render))[layout.ENV_IDLE_TAIL_SECONDS] == str(IDLE_MINUTES * 60 + 20)

@@ -90,3 +90,19 @@ def test_replicas_that_compile_at_once_both_keep_their_write_of_the_same_entry()
     # vLLM writes vllm_compile_cache.py without catching that (vllm/compilation/backends.py save_to_file).
     # Both writers hold the same entry (vLLM's key covers config, code and torch), so the last may win.
     assert "precondition-errors=false" in options
+
+
+def test_the_fuse_sidecar_is_sized_for_eight_engines_writing_the_cache_at_once() -> None:
+    """gcsfuse puts a4-highgpu-8g in its high-performance group (1,600 write blocks of 32 MiB); the sidecar's
+    default is 256Mi. Its write buffers are bounded and its memory set to hold them (docs/cold-start.md)."""
+    template = pod("prod")
+    annotations = template["metadata"]["annotations"]
+    assert {"gke-gcsfuse/memory-limit", "gke-gcsfuse/memory-request", "gke-gcsfuse/cpu-request"} <= set(annotations)
+    volume = next(v for v in template["spec"]["volumes"] if v.get("csi", {}).get("driver") == GCSFUSE_DRIVER)
+    options = dict(
+        option.rsplit(":", 1) for option in volume["csi"]["volumeAttributes"]["mountOptions"].split(",") if option.count(":") == 2
+    )
+    blocks, block_mib = int(options["write:global-max-blocks"]), 32
+    memory_mib = int(annotations["gke-gcsfuse/memory-limit"].removesuffix("Mi"))
+    assert annotations["gke-gcsfuse/memory-request"] == annotations["gke-gcsfuse/memory-limit"]
+    assert 0 < blocks * block_mib <= memory_mib / 2  # the buffers, with room for gcsfuse's own and its caches

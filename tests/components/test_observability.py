@@ -59,7 +59,7 @@ def test_latency_charts_read_histogram_buckets_for_p50_and_p99() -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("sum(vllm:num_requests_wating)", "no vLLM, DCGM, kube-state, endpoint-picker or batch-runner metric"),
+        ("sum(vllm:num_requests_wating)", "no vLLM, DCGM, kube-state, endpoint-picker, KEDA or batch-runner metric"),
         ("sum(rate(vllm:prompt_tokens[5m]))", "is a counter; query vllm:prompt_tokens_total"),
         ("histogram_quantile(0.9, rate(vllm:time_to_first_token_seconds[5m]))", "is a histogram"),
         ("avg(DCGM_FI_DEV_XID_ERRORS)", "no vLLM, DCGM"),
@@ -176,3 +176,25 @@ def test_a_misspelt_metric_on_the_right_hand_side_is_caught() -> None:
     found = problems("sum(vllm:num_requests_running) > on() sum(vllm:num_requests_wating)")
     assert len(found) == 1 and "vllm:num_requests_wating" in found[0]
     assert problems("sum(vllm:num_requests_running) > on() sum(vllm:num_requests_waiting)") == []
+
+
+def test_a_stalled_batch_and_a_failing_trigger_each_have_an_alert_quiet_otherwise() -> None:
+    render = render_with("prod", autoscaling={"enabled": True}, batch={"enabled": True})
+    policies = {
+        policy.name: policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"] for policy in render.by_type(ALERT)
+    }
+    stalled, failing = policies["batch-stalled"], policies["scaler-errors"]
+    # Files waiting (KEDA's own count of input/, not the runner's: a runner that never starts exports nothing),
+    # nothing in flight, replicas up.
+    assert (
+        "keda_scaler_metrics_value" in stalled
+        and "batch_in_flight_requests" in stalled
+        and "kube_deployment_status_replicas_available" in stalled
+    )
+    assert "keda_scaler_detail_errors_total" in failing
+    # KEDA's operator exports them only with its metrics on, and Managed Prometheus scrapes it.
+    keda = next(r for r in render.resources if r.type == "kubernetes:helm.sh/v4:Chart")
+    assert keda.inputs["values"]["prometheus"]["operator"]["enabled"] is True
+    monitoring = render.one("kubernetes:monitoring.googleapis.com/v1:PodMonitoring", "keda-operator").inputs
+    assert monitoring["spec"]["selector"]["matchLabels"] == {"app": "keda-operator"}
+    assert [endpoint["port"] for endpoint in monitoring["spec"]["endpoints"]] == ["metrics"]
