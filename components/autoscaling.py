@@ -19,7 +19,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.manifests import Manifest
+from components.manifests import Manifest, scale_fallback
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
@@ -98,21 +98,6 @@ def chart_values(operator_identity: pulumi.Input[str], image_registry: str) -> d
         "service": {"portHttpsTarget": CONTROL_PLANE_PORT},
         "image": images,
     }
-
-
-# A trigger failing this many polls in a row counts as 0 replicas (KEDA's fallback).
-FALLBACK_FAILURES = 3
-
-
-def scale_fallback() -> dict[str, int]:
-    """KEDA's fallback: a trigger failing ``FALLBACK_FAILURES`` polls in a row counts as 0 replicas.
-
-    Without one, KEDA keeps the replicas while any trigger errors and none is active (kedacore/keda
-    v2.20.2 pkg/scaling/executor/scale_scaledobjects.go: "TriggerError"), so a persistent 403 on the
-    bucket would keep A4 nodes billing. With ``replicas: 0`` the inactive, failing target goes to zero
-    after its cooldown; the scaler-errors alert says that the trigger fails.
-    """
-    return {"failureThreshold": FALLBACK_FAILURES, "replicas": 0}
 
 
 def operator_pod_monitoring(labels: dict[str, str]) -> dict[str, Any]:

@@ -4,8 +4,10 @@ An object waiting under ``input/`` wakes the stack: KEDA's gcp-storage scaler co
 replicas' ScaledObject (components/autoscaling.py) and on the runner's own. The runner claims the
 file, sends its lines to the replicas' Service and writes the answers back to the bucket
 (workloads/batch/layout.py names the prefixes both sides use). Its code is this repository's ``workloads.batch``
-package, shipped in a ConfigMap, so the image stays a stock Python. Pure builders make the
-manifests; ``Batch`` only registers them. Design and sources: docs/batch.md.
+package, shipped in a ConfigMap, so the image stays a stock Python; its pinned dependencies are
+installed by an init container from the stack's Artifact Registry mirror of PyPI, hashes checked,
+so a pod reaches nothing beyond Google's APIs. Pure builders make the manifests; ``Batch`` only
+registers them. Design and sources: docs/batch.md.
 """
 
 from __future__ import annotations
@@ -19,16 +21,15 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.autoscaling import scale_fallback
 from components.credentials import SecretRef
-from components.manifests import Manifest, guaranteed
+from components.manifests import Manifest, guaranteed, scale_fallback
 from components.options import child_options
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
 from plan.stack import BatchSpec
 from workloads.batch import layout
 
-RUNNER = "batch-runner"
+RUNNER = layout.RUNNER
 CODE = "batch-runner-code"
 AUTHENTICATION = "batch-bucket"
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("workloads/__init__.py", "workloads/batch/*.py", "workloads/batch/requirements.txt", "workloads/cold_start/*.py")
 # Where the ConfigMap's files appear: the root of the runner's PYTHONPATH.
 CODE_ROOT = "/opt/runner"
+# Where the init container installs the pinned dependencies (an emptyDir), next on the PYTHONPATH.
+DEPS_ROOT = "/opt/deps"
+# GKE's metadata server answers a pod's token request as its Google service account (Workload Identity).
+TOKEN_URL = "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"
 REQUIREMENTS = "requirements.txt"
 METRICS_PORT_NAME = "metrics"
 # Bucket roles: read, write and delete objects, and list them; no bucket settings, no IAM.
@@ -66,11 +71,12 @@ def code_key(path: str) -> str:
 
 
 def code_volumes(files: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The pod's volume and mount: the ConfigMap's files at their repository paths under the runner's PYTHONPATH."""
+    """The pod's volumes and the runner's mounts: the ConfigMap's files at their repository paths, and the
+    installed dependencies, both on the runner's PYTHONPATH."""
     by_key = {code_key(path): path for path in shipped_paths()}
     items = [{"key": key, "path": by_key[key]} for key in sorted(files)]
-    volumes = [{"name": "code", "configMap": {"name": CODE, "items": items}}]
-    mounts = [{"name": "code", "mountPath": CODE_ROOT, "readOnly": True}]
+    volumes = [{"name": "code", "configMap": {"name": CODE, "items": items}}, {"name": "deps", "emptyDir": {}}]
+    mounts = [{"name": "code", "mountPath": CODE_ROOT, "readOnly": True}, {"name": "deps", "mountPath": DEPS_ROOT, "readOnly": True}]
     return volumes, mounts
 
 
@@ -80,6 +86,32 @@ def code_digest(files: dict[str, str]) -> str:
     for name, text in sorted(files.items()):
         digest.update(f"{name}\0{text}\0".encode())
     return digest.hexdigest()[:16]
+
+
+# PyPI, mirrored like the images (components/registry.py): the runner's pinned packages come from here, not the internet.
+# Reads its packages (Artifact Registry's reader role, as the nodes have on the image mirrors).
+PACKAGE_READER = "roles/artifactregistry.reader"
+PYTHON_REPOSITORY = "pypi"
+
+
+def python_repository_args(*, project: str, region: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
+    return gcp.artifactregistry.RepositoryArgs(
+        repository_id=PYTHON_REPOSITORY,
+        project=project,
+        location=region,
+        format="PYTHON",
+        mode="REMOTE_REPOSITORY",
+        description="pypi.org, cached in the stack's region for the batch runner",
+        remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
+            python_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigPythonRepositoryArgs(public_repository="PYPI")
+        ),
+        labels=labels,
+    )
+
+
+def python_index(*, project: str, region: str) -> str:
+    """The repository's simple index, as pip reads it (Artifact Registry's Python endpoint)."""
+    return f"https://{region}-python.pkg.dev/{project}/{PYTHON_REPOSITORY}/simple/"
 
 
 def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleRuleArgs]:
@@ -153,7 +185,7 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
         ),
         layout.ENV_IDLE_TAIL_SECONDS: str(spec.idle_tail_seconds),
         layout.ENV_DRAIN_SECONDS: str(RUNNER_DRAIN_SECONDS),
-        "PYTHONPATH": CODE_ROOT,
+        "PYTHONPATH": f"{CODE_ROOT}:{DEPS_ROOT}",
         "PYTHONUNBUFFERED": "1",
     }
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in values.items() if value is not None]
@@ -163,13 +195,29 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
     return env
 
 
-def runner_command(files: dict[str, str]) -> list[str]:
-    """Install the pinned requirements (hashes checked), then run the package from the ConfigMap."""
-    steps = []
-    if code_key(f"workloads/batch/{REQUIREMENTS}") in files:
-        steps.append(f"pip install --no-cache-dir --quiet --require-hashes -r {CODE_ROOT}/workloads/batch/{REQUIREMENTS}")
-    steps.append("exec python -m workloads.batch run")
-    return ["sh", "-c", " && ".join(steps)]
+def install_command(index: str) -> list[str]:
+    """Install the pinned requirements (hashes checked) from the stack's mirror of PyPI, as the runner's identity.
+
+    Artifact Registry takes an access token as the password of user ``oauth2accesstoken``; the URL is
+    passed in pip's environment, never on its command line.
+    """
+    token = (
+        "import json, urllib.request; "
+        f"request = urllib.request.Request({TOKEN_URL!r}, headers={{'Metadata-Flavor': 'Google'}}); "
+        "print(json.load(urllib.request.urlopen(request, timeout=30))['access_token'])"
+    )
+    host_path = index.removeprefix("https://")
+    script = (
+        f'TOKEN=$(python -c "{token}") && '
+        f'PIP_INDEX_URL="https://oauth2accesstoken:$TOKEN@{host_path}" '
+        f"exec pip install --no-cache-dir --quiet --disable-pip-version-check --require-hashes --target {DEPS_ROOT} "
+        f"-r {CODE_ROOT}/workloads/batch/{REQUIREMENTS}"
+    )
+    return ["sh", "-c", script]
+
+
+# The runner is its container's first process: SIGTERM reaches its handler (docs/batch-runner.md, "Stopping").
+RUNNER_COMMAND = ["python", "-m", "workloads.batch", "run"]
 
 
 def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
@@ -182,13 +230,22 @@ def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
 def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
     """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
     volumes, mounts = code_volumes(files)
+    resources = guaranteed({**worker_resources(spec.runner_cpu, spec.runner_memory, spec.workers), "ephemeral-storage": "1Gi"})
+    install = {
+        "name": "install-dependencies",
+        "image": spec.image,
+        "command": install_command(python_index(project=spec.project, region=spec.region)),
+        "resources": resources,
+        "volumeMounts": [{**mount, "readOnly": mount["name"] == "code"} for mount in mounts],
+        "securityContext": {"allowPrivilegeEscalation": False},
+    }
     container = {
         "name": RUNNER,
         "image": spec.image,
-        "command": runner_command(files),
+        "command": RUNNER_COMMAND,
         "env": runner_environment(spec, api_key),
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": layout.METRICS_PORT, "protocol": "TCP"}],
-        "resources": guaranteed({**worker_resources(spec.runner_cpu, spec.runner_memory, spec.workers), "ephemeral-storage": "1Gi"}),
+        "resources": resources,
         "volumeMounts": mounts,
         "securityContext": {"allowPrivilegeEscalation": False},
     }
@@ -205,6 +262,7 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
                 "spec": {
                     "serviceAccountName": RUNNER,
                     "terminationGracePeriodSeconds": RUNNER_GRACE_SECONDS,
+                    "initContainers": [install],
                     "containers": [container],
                     "volumes": volumes,
                 },
@@ -273,7 +331,14 @@ def runner_scaled_object(spec: BatchSpec) -> dict[str, Any]:
 class Batch(pulumi.ComponentResource):
     """Registers the bucket, the runner's identities and grants, its code, Deployment, PodMonitoring and ScaledObject."""
 
-    REGISTERS = (gcp.storage.Bucket, gcp.storage.BucketIAMMember, gcp.serviceaccount.Account, gcp.serviceaccount.IAMMember)
+    REGISTERS = (
+        gcp.storage.Bucket,
+        gcp.storage.BucketIAMMember,
+        gcp.serviceaccount.Account,
+        gcp.serviceaccount.IAMMember,
+        gcp.artifactregistry.Repository,
+        gcp.artifactregistry.RepositoryIamMember,
+    )
     # The runner and KEDA read the bucket as Google service accounts they impersonate through Workload Identity.
     USES = ("storage.googleapis.com", "iamcredentials.googleapis.com")
 
@@ -310,7 +375,19 @@ class Batch(pulumi.ComponentResource):
         keda_reads = gcp.storage.BucketIAMMember(
             "batch-keda-reads", bucket=self.bucket.name, role=OBJECT_VIEWER, member=keda_identity, opts=on_gcp
         )
+        packages = gcp.artifactregistry.Repository(
+            PYTHON_REPOSITORY, python_repository_args(project=spec.project, region=spec.region, labels=spec.labels), opts=on_gcp
+        )
         runner_grants = [
+            gcp.artifactregistry.RepositoryIamMember(
+                "batch-runner-packages",
+                project=spec.project,
+                location=spec.region,
+                repository=packages.name,
+                role=PACKAGE_READER,
+                member=identity.member,
+                opts=on_gcp,
+            ),
             gcp.storage.BucketIAMMember(
                 "batch-runner-objects", bucket=self.bucket.name, role=OBJECT_USER, member=identity.member, opts=on_gcp
             ),

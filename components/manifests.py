@@ -35,3 +35,18 @@ class Manifest(pulumi.CustomResource):
 def guaranteed(amounts: dict[str, str]) -> dict[str, dict[str, str]]:
     """Container resources with requests equal to limits: the Guaranteed QoS class."""
     return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+# A trigger failing this many polls in a row counts as 0 replicas (KEDA's fallback).
+FALLBACK_FAILURES = 3
+
+
+def scale_fallback() -> dict[str, int]:
+    """KEDA's fallback: a trigger failing ``FALLBACK_FAILURES`` polls in a row counts as 0 replicas.
+
+    Without one, KEDA keeps the replicas while any trigger errors and none is active (kedacore/keda
+    v2.20.2 pkg/scaling/executor/scale_scaledobjects.go: "TriggerError"), so a persistent 403 on the
+    bucket would keep A4 nodes billing. With ``replicas: 0`` the inactive, failing target goes to zero
+    after its cooldown; the scaler-errors alert says that the trigger fails.
+    """
+    return {"failureThreshold": FALLBACK_FAILURES, "replicas": 0}

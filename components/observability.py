@@ -15,7 +15,6 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.batch import RUNNER  # the runner's ScaledObject has its name
 from components.options import child_options
 from facts import vllm
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
@@ -181,9 +180,9 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
     if spec.batch:
         # KEDA's own count of input/ on the runner's ScaledObject (the runner exports nothing if it never starts),
         # by ScaledObject name: Managed Prometheus' target label namespace is KEDA's.
-        waiting = f'sum(keda_scaler_metrics_value{{scaledObject="{RUNNER}"}})'
+        waiting = f'sum(keda_scaler_metrics_value{{scaledObject="{layout.RUNNER}"}})'
         in_flight = f"(sum({layout.IN_FLIGHT}{{{_on(spec)}}}) or on() vector(0))"
-        scaled = f"{spec.deployment}|{RUNNER}"
+        scaled = f"{spec.deployment}|{layout.RUNNER}"
         found += [
             Alert(
                 "batch-stalled",

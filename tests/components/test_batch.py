@@ -28,6 +28,8 @@ from workloads.batch import layout
 from workloads.batch.lines import Request
 from workloads.batch.serving import RetryPolicy, send
 
+CODE_ROOT = "/opt/runner"
+
 BUCKET = "gcp:storage/bucket:Bucket"
 BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
@@ -134,15 +136,16 @@ def test_the_files_the_runners_pod_mounts_import_the_runner_and_the_cold_start_p
     data = manifest(render, "ConfigMap", "batch-runner-code")["data"]
     pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
     container = runner_container(render)
-    volumes = {volume["name"]: volume["configMap"] for volume in pod["volumes"]}
-    for mount in container["volumeMounts"]:  # as the kubelet lays out a ConfigMap volume with items
+    volumes = {volume["name"]: volume["configMap"] for volume in pod["volumes"] if "configMap" in volume}
+    for mount in [mount for mount in container["volumeMounts"] if mount["name"] in volumes]:  # as the kubelet lays out a ConfigMap volume
         source = volumes[mount["name"]]
         assert source["name"] == "batch-runner-code"
         folder = tmp_path / mount["mountPath"].lstrip("/")
         for item in source.get("items") or [{"key": key, "path": key} for key in data]:
             (folder / item["path"]).parent.mkdir(parents=True, exist_ok=True)
             (folder / item["path"]).write_text(data[item["key"]])
-    python_path = tmp_path / next(e["value"] for e in container["env"] if e["name"] == "PYTHONPATH").lstrip("/")
+    code_root = next(e["value"] for e in container["env"] if e["name"] == "PYTHONPATH").split(":")[0]
+    python_path = tmp_path / code_root.lstrip("/")
     check = "import workloads.batch.runner, workloads.cold_start.phases; print(workloads.cold_start.phases.__file__)"
     command = [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(python_path)!r}); {check}"]
     run = subprocess.run(command, capture_output=True, text=True)
@@ -163,10 +166,10 @@ def test_the_runner_runs_the_package_from_the_config_map_on_its_python_path() ->
     container = runner_container(render)
     env = {e["name"]: e.get("value") for e in container["env"]}
     mounts = {mount["mountPath"]: mount for mount in container["volumeMounts"]}
-    assert set(mounts) == {env["PYTHONPATH"]}
+    assert set(mounts) == set(env["PYTHONPATH"].split(":"))
     assert all(mount["readOnly"] for mount in mounts.values())
-    assert {volume["configMap"]["name"] for volume in pod["volumes"]} == {"batch-runner-code"}
-    assert container["command"][-1].endswith("exec python -m workloads.batch run")
+    assert {volume["configMap"]["name"] for volume in pod["volumes"] if "configMap" in volume} == {"batch-runner-code"}
+    assert container["command"] == ["python", "-m", "workloads.batch", "run"]  # PID 1 itself: SIGTERM reaches its handler
     assert container["image"].endswith("python:3.12.7-slim-bookworm")
 
 
@@ -377,3 +380,28 @@ def test_a_failing_trigger_never_keeps_the_a4_nodes_up() -> None:
 def test_the_runner_counts_the_idle_tail_keda_keeps_after_the_last_batch() -> None:
     render = batch_render(autoscaling={"enabled": True, "pollSeconds": 20, "idleMinutes": IDLE_MINUTES})
     assert values_of(runner_container(render))[layout.ENV_IDLE_TAIL_SECONDS] == str(IDLE_MINUTES * 60 + 20)
+
+
+def test_the_runner_installs_nothing_from_the_internet_at_start() -> None:
+    """Its pinned dependencies come through the stack's own supply path: an Artifact Registry remote repository
+    of PyPI in the stack's region, read as the runner's Google identity, every file checked against its hash."""
+    render = with_batch()
+    pod = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]
+    (install,) = pod["initContainers"]
+    script = " ".join(install["command"])
+    repository = next(r.inputs for r in render.by_type("gcp:artifactregistry/repository:Repository") if r.inputs["format"] == "PYTHON")
+    assert repository["mode"] == "REMOTE_REPOSITORY"
+    assert repository["remoteRepositoryConfig"]["pythonRepository"] == {"publicRepository": "PYPI"}
+    index = f"https://oauth2accesstoken:$TOKEN@{repository['location']}-python.pkg.dev/{repository['project']}/{repository['repositoryId']}/simple/"
+    assert f'PIP_INDEX_URL="{index}"' in script and "--require-hashes" in script and "pypi.org" not in script
+    assert f"-r {CODE_ROOT}/workloads/batch/requirements.txt" in script
+    (grant,) = [
+        r.inputs
+        for r in render.by_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+        if r.inputs["repository"] == repository["repositoryId"]
+    ]
+    runner_account = next(r for r in render.by_type("gcp:serviceaccount/account:Account") if r.inputs["accountId"] == RUNNER)
+    assert grant["role"] == "roles/artifactregistry.reader" and RUNNER in str(grant["member"]) and runner_account
+    # The installed packages reach the runner on its Python path, through a volume of the pod only.
+    deps = next(m["mountPath"] for m in install["volumeMounts"] if not m.get("readOnly"))
+    assert deps in values_of(runner_container(render))["PYTHONPATH"].split(":")

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
+# The runner's Deployment, ScaledObject and accounts (components/batch.py), named in the stack's alerts too.
+RUNNER: Final = "batch-runner"
+
 # Object prefixes in the stack's batch bucket.
 INPUT: Final = "input/"  # waiting and running batches: the wake trigger counts these
 # Every derived object is named by the batch's key, <input name>/<input generation> (bucket.batch_key):
