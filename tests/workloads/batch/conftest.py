@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -345,3 +346,53 @@ def storage_proxy(emulator: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
     yield proxy
     server.shutdown()
     server.server_close()
+
+
+@dataclass
+class Balancer:
+    """A ClusterIP Service as kube-proxy runs it: each new connection goes to one of the Ready endpoints
+    (here in turn), and stays there; the test adds an endpoint when a replica becomes Ready."""
+
+    endpoints: list[int]
+    url: str = ""
+
+
+@pytest.fixture
+def balancer() -> Iterator[Balancer]:
+    import socket
+
+    service = Balancer([])
+    listener = socket.create_server(("127.0.0.1", 0))
+    service.url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    stop = threading.Event()
+    turn = iter(range(1 << 62))
+
+    def pipe(source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def accept() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            endpoints = list(service.endpoints)
+            backend = socket.create_connection(("127.0.0.1", endpoints[next(turn) % len(endpoints)]))
+            for source, target in ((client, backend), (backend, client)):
+                threading.Thread(target=pipe, args=(source, target), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield service
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()

@@ -16,6 +16,7 @@ import google.cloud.storage as storage
 import pytest
 
 from tests.workloads.batch.conftest import (
+    Balancer,
     KubernetesApi,
     StorageCall,
     StorageProxy,
@@ -23,6 +24,7 @@ from tests.workloads.batch.conftest import (
     chat_line,
     read_jsonl,
     run_runner,
+    start_vllm_like,
     upload_lines,
 )
 from workloads.batch import bucket as objects
@@ -281,3 +283,37 @@ def test_a_woken_batch_reports_the_wake_the_serving_and_the_idle_tail_it_caused_
         hours = sum(part["replica_hours"] for part in report["cost_parts"].values())
         assert report["replica_hours"] == pytest.approx(hours)
         assert report["cost_usd"] == pytest.approx(hours * 88.93)
+
+
+def test_requests_reach_a_replica_that_became_ready_after_the_batch_started(
+    bucket: storage.Bucket, balancer: Balancer, kubernetes_api: KubernetesApi
+) -> None:
+    """A ClusterIP Service balances connections, not requests: kept-alive connections would stay on the first
+    replica, and one Ready later would get nothing."""
+    first, later = start_vllm_like(), start_vllm_like()
+    try:
+        for server in (first, later):
+            server.configure("served-model", {"answer_seconds": 0.02})
+        balancer.endpoints.append(port_of(first))
+        upload_lines(bucket, "spread.jsonl", [chat_line(f"s{i}") for i in range(600)])
+        runner = threading.Thread(
+            target=run_runner, args=(bucket.name, balancer.url, kubernetes_api.url), kwargs={"concurrency_per_replica": 4}
+        )
+        runner.start()
+        deadline = time.monotonic() + 30
+        while first.stats()["requests"] < 100 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        balancer.endpoints.append(port_of(later))  # the second replica is Ready
+        sent_before = first.stats()["requests"]
+        runner.join(timeout=60)
+        assert not runner.is_alive()
+        # After it joined, about half the requests reach it (new connections alternate); kept-alive ones gave it none.
+        assert later.stats()["requests"] >= 0.3 * (600 - sent_before)
+    finally:
+        for server in (first, later):
+            server.process.kill()
+            server.process.wait(timeout=10)
+
+
+def port_of(server: VllmLike) -> int:
+    return int(server.url.removesuffix("/v1").rsplit(":", 1)[1])
