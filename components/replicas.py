@@ -145,10 +145,9 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         "volumeMounts": mounts,
         **_probes(profile),
     }
-    if spec.drain.pre_stop_seconds:
-        # Endpoints and the endpoint picker drop a terminating pod while it sleeps; only
-        # then does SIGTERM start vLLM's drain.
-        container["lifecycle"] = {"preStop": {"sleep": {"seconds": spec.drain.pre_stop_seconds}}}
+    # Endpoints and the endpoint picker drop a terminating pod while it sleeps; only then does SIGTERM start
+    # vLLM's drain, which closes the port at once (config/drain.py).
+    container["lifecycle"] = {"preStop": {"sleep": {"seconds": spec.drain.pre_stop_seconds}}}
     pod: dict[str, Any] = {
         "nodeSelector": spec.scheduling.node_selector,
         "terminationGracePeriodSeconds": spec.drain.grace_seconds,

@@ -33,9 +33,9 @@ from config.section import ConfigBool, Section, project_id
 from config.serving import ServingProfile
 from config.workload import WorkloadSettings
 from facts.gcp import a4_zones
-from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY
+from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
 from facts.kubernetes import quantity
-from facts.vllm import TTFT_HISTOGRAM
+from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
 
 # Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
 from plan.batch_sizing import runner_workers
@@ -231,6 +231,7 @@ class StackSettings(Section):
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
         self._capacity_holds_the_replicas()
+        self._drain_fits_spot()
         self._runner_fits_general_purpose()
         self._benchmark_prompts()
         if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
@@ -238,6 +239,26 @@ class StackSettings(Section):
                 ("cluster", "namespace"), self.cluster.namespace, "is where the stack installs KEDA when autoscaling is on; choose another"
             )
         return self
+
+    def _drain_fits_spot(self) -> None:
+        """A pod that may run on Spot gets 25 s: the pause, vLLM's drain and its teardown must fit."""
+        if "spot" not in self.capacity.steps:
+            return
+        pre_stop, timeout = self.drain.on_spot()
+        if timeout >= 0 and pre_stop + timeout + SHUTDOWN_TEARDOWN_SECONDS <= SPOT_GRACE_SECONDS:
+            return
+        most = SPOT_GRACE_SECONDS - SHUTDOWN_TEARDOWN_SECONDS
+        key, value, allowed = (
+            ("shutdownTimeoutSeconds", timeout, f"at most {most - pre_stop}")
+            if "shutdown_timeout_seconds" in self.drain.model_fields_set
+            else ("preStopSeconds", pre_stop, f"at most {most}")
+        )
+        raise ConfigProblem(
+            ("drain", key),
+            value,
+            f"does not fit Spot's {SPOT_GRACE_SECONDS} s grace (capacity may place the replicas on Spot): preStopSeconds "
+            f"{pre_stop} + shutdownTimeoutSeconds {timeout} + vLLM's {SHUTDOWN_TEARDOWN_SECONDS} s teardown; allowed: {allowed}",
+        )
 
     def _capacity_holds_the_replicas(self) -> None:
         """A created calendar reservation is the only capacity of mode reservation: replicas beyond it never schedule."""

@@ -22,6 +22,10 @@ RESERVATION_AFFINITY_LABEL = f"{GROUP}/reservation-affinity"
 RESERVATION_PROJECT_LABEL = f"{GROUP}/reservation-project"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
+# Autopilot grants a Spot pod at most 25 s of termination grace, a pod a ComputeClass places on Spot too
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-spot-pods; docs/autopilot.md).
+SPOT_GRACE_SECONDS = 25
+
 # One A4 node: the only machine this project schedules GPU work on (docs/reference.md).
 A4_MACHINE_TYPE = "a4-highgpu-8g"
 A4_MACHINE_FAMILY = "a4"

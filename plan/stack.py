@@ -194,14 +194,6 @@ def scheduling(settings: StackSettings) -> Scheduling:
     return Scheduling(capacity.mode, selector, tolerations, may_run_on_spot=capacity.mode == "spot")
 
 
-# Autopilot gives a Spot pod at most 25 s of grace (docs/reference.md); of it, this
-# much goes to dropping the pod from endpoints before vLLM is told to stop.
-SPOT_GRACE_SECONDS = 25
-SPOT_PRE_STOP_SECONDS = 5
-# After vLLM's shutdown timeout, time for the process to exit before SIGKILL.
-EXIT_MARGIN_SECONDS = 5
-
-
 @dataclass(frozen=True)
 class Drain:
     """How a replica stops: a preStop pause, then vLLM's shutdown timeout, within the pod's grace."""
@@ -212,12 +204,10 @@ class Drain:
 
 
 def drain(settings: DrainSettings, placement: Scheduling) -> Drain:
-    """The configured drain, cut to fit Spot's grace when the pod may run on Spot."""
+    """The configured drain; on Spot within its grace (the settings refuse a configured one that cannot fit)."""
     if not placement.may_run_on_spot:
-        total = settings.pre_stop_seconds + settings.shutdown_timeout_seconds + EXIT_MARGIN_SECONDS
-        return Drain(settings.pre_stop_seconds, settings.shutdown_timeout_seconds, total)
-    pre_stop = min(settings.pre_stop_seconds, SPOT_PRE_STOP_SECONDS)
-    return Drain(pre_stop, min(settings.shutdown_timeout_seconds, SPOT_GRACE_SECONDS - pre_stop), SPOT_GRACE_SECONDS)
+        return Drain(settings.pre_stop_seconds, settings.shutdown_timeout_seconds, settings.grace_seconds())
+    return Drain(*settings.on_spot(), gke.SPOT_GRACE_SECONDS)
 
 
 def cache_id(model: ModelSettings, cache: CacheSettings) -> str:

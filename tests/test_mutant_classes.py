@@ -48,9 +48,9 @@ def test_chart_objects_are_namespaced_as_their_kind_is(stack: str) -> None:
 
 
 def test_a_drain_shorter_than_spots_is_kept_under_spot() -> None:
-    pod = _vllm(render_with("dev", drain={"preStopSeconds": 2, "shutdownTimeoutSeconds": 10}))["spec"]["template"]["spec"]
+    pod = _vllm(render_with("dev", drain={"preStopSeconds": 6, "shutdownTimeoutSeconds": 10}))["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["lifecycle"]["preStop"]["sleep"]["seconds"] == 2
+    assert container["lifecycle"]["preStop"]["sleep"]["seconds"] == 6
     assert "--shutdown-timeout=10" in container["command"]
     assert pod["terminationGracePeriodSeconds"] == 25
 

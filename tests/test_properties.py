@@ -53,6 +53,15 @@ def capacities(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def drains(draw: st.DrawFn, capacity: dict[str, Any]) -> dict[str, int]:
+    """A drain that fits its capacity: on Spot, the pause, the timeout and vLLM's 7 s of teardown within 25 s."""
+    if capacity["mode"] == "spot" or "spot" in capacity.get("fallback", []):
+        pre_stop = draw(st.integers(5, 18))
+        return {"preStopSeconds": pre_stop, "shutdownTimeoutSeconds": draw(st.integers(0, 18 - pre_stop))}
+    return {"preStopSeconds": draw(st.integers(5, 120)), "shutdownTimeoutSeconds": draw(st.integers(0, 3600))}
+
+
+@st.composite
 def autoscalings(draw: st.DrawFn) -> dict[str, Any]:
     if not draw(st.booleans()):
         return {"enabled": False}
@@ -69,6 +78,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     longest = round(input_tokens * (1 + ratio) + 1) + round(output_tokens * (1 + ratio) + 1)
     routing = draw(st.sampled_from(["clusterip", "gateway"]))
     external = routing == "gateway" and draw(st.booleans())
+    capacity = draw(capacities())
     config: dict[str, Any] = {
         "llm:project": draw(st.from_regex(r"[a-z][a-z0-9-]{4,20}[a-z0-9]", fullmatch=True).filter(_takes_project)),
         "llm:region": region,
@@ -76,7 +86,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         "llm:nodes": draw(st.integers(0, 16)),
         "llm:routing": routing,
         "llm:allowPublicExposure": external,
-        "llm:capacity": draw(capacities()),
+        "llm:capacity": capacity,
         "llm:cluster": {
             "version": f"1.{draw(st.integers(B200_MIN_MINOR, 37))}",
             "deletionProtection": draw(st.booleans()),
@@ -97,7 +107,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         },
         "llm:autoscaling": draw(autoscalings()),
         "llm:benchmark": {"enabled": draw(st.booleans())},
-        "llm:drain": {"preStopSeconds": draw(st.integers(0, 120)), "shutdownTimeoutSeconds": draw(st.integers(0, 3600))},
+        "llm:drain": draw(drains(capacity)),
         "llm:registry": {"enabled": draw(st.booleans())},
         "llm:labels": draw(st.dictionaries(LABEL_KEYS, LABEL_VALUES, max_size=3)),
     }

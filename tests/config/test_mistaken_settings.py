@@ -48,6 +48,23 @@ REFUSED: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ),
     # One replica kept serving: the new one starts on a second node before the old stops.
     ("capacity", "dev", {"capacity": calendar(1)}, ["llm:capacity.reservation.create.nodes", "1", "2", "surge"]),
+    # A drain that cannot fit Spot's 25 s with vLLM's 7 s of teardown, and a pause shorter than endpoint removal.
+    (
+        "drain",
+        "dev",
+        {"drain": {"shutdownTimeoutSeconds": 20}},
+        ["llm:drain.shutdownTimeoutSeconds", "20", "Spot's 25 s", "teardown", "at most 13"],
+    ),
+    (
+        "drain",
+        "dev",
+        {
+            "capacity": {"mode": "fallback", "fallback": ["reservation", "spot"], "reservation": {"name": "a4"}},
+            "drain": {"preStopSeconds": 19},
+        },
+        ["llm:drain.preStopSeconds", "19", "at most 18"],
+    ),
+    ("drain", "prod", {"drain": {"preStopSeconds": 0}}, ["llm:drain.preStopSeconds", "0", "5"]),
     # Environment the program owns, and values vLLM reads as numbers.
     ("env", "dev", {"serving": {"env": {"VLLM_CACHE_ROOT": "/tmp/cache"}}}, ["llm:serving.env.VLLM_CACHE_ROOT", "set by the program"]),
     ("env", "dev", {"serving": {"env": {"HF_HUB_OFFLINE": "0"}}}, ["llm:serving.env.HF_HUB_OFFLINE", "set by the program"]),

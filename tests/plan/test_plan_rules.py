@@ -119,23 +119,23 @@ def test_fallback_pods_pick_only_the_compute_class_and_know_when_spot_is_a_step(
     assert with_spot.capacity.scheduling == with_spot.replicas.scheduling
 
 
-# --- drain: the configured one, cut to Spot's 25 s ------------------------------------------
+# --- drain: the pause, vLLM's drain and its teardown, within Spot's 25 s ---------------------
 
 
 @pytest.mark.parametrize(
     ("capacity", "drain", "expected"),
     [
-        # Off Spot: the configured pause and timeout, plus 5 s for the process to exit.
-        ({"mode": "reservation", "reservation": RESERVATION}, {}, (10, 35, 50)),
-        ({"mode": "flex-start"}, {"preStopSeconds": 0, "shutdownTimeoutSeconds": 60}, (0, 60, 65)),
-        # On Spot, 25 s in all: at most 5 s of pause, the rest for vLLM.
-        ({"mode": "spot"}, {}, (5, 20, 25)),
-        ({"mode": "spot"}, {"preStopSeconds": 2, "shutdownTimeoutSeconds": 10}, (2, 10, 25)),
-        ({"mode": "spot"}, {"preStopSeconds": 3, "shutdownTimeoutSeconds": 30}, (3, 22, 25)),
-        ({"mode": "fallback", "fallback": ["spot"]}, {"preStopSeconds": 8, "shutdownTimeoutSeconds": 15}, (5, 15, 25)),
-        ({"mode": "fallback", "fallback": ["flex-start"]}, {"preStopSeconds": 8, "shutdownTimeoutSeconds": 15}, (8, 15, 28)),
+        # Off Spot: the configured pause and timeout, plus vLLM 0.26.0's measured teardown (4-7 s) before SIGKILL.
+        ({"mode": "reservation", "reservation": RESERVATION}, {}, (10, 35, 52)),
+        ({"mode": "flex-start"}, {"preStopSeconds": 5, "shutdownTimeoutSeconds": 60}, (5, 60, 72)),
+        # On Spot, 25 s in all: the shortest pause that covers endpoint removal, 7 s of teardown, the rest for vLLM.
+        ({"mode": "spot"}, {}, (5, 13, 25)),
+        ({"mode": "spot"}, {"preStopSeconds": 6, "shutdownTimeoutSeconds": 10}, (6, 10, 25)),
+        ({"mode": "spot"}, {"preStopSeconds": 8}, (8, 10, 25)),
+        ({"mode": "fallback", "fallback": ["spot"]}, {"preStopSeconds": 8, "shutdownTimeoutSeconds": 10}, (8, 10, 25)),
+        ({"mode": "fallback", "fallback": ["flex-start"]}, {"preStopSeconds": 8, "shutdownTimeoutSeconds": 15}, (8, 15, 30)),
     ],
-    ids=["reservation", "flex-start", "spot-default", "spot-shorter", "spot-long-timeout", "fallback-spot", "fallback-no-spot"],
+    ids=["reservation", "flex-start", "spot-default", "spot-shorter", "spot-pause-only", "fallback-spot", "fallback-no-spot"],
 )
 def test_the_drain_is_the_configured_one_cut_to_fit_spot(
     capacity: dict[str, Any], drain: dict[str, int], expected: tuple[int, ...]
