@@ -37,6 +37,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "policy/rules.py": ("tests/policy/test_rules_cases.py",),
     "render/awaits.py": ("tests/render/test_awaits.py",),
     "render/refresh.py": ("tests/render/test_refresh_rules.py",),
+    "components/capacity.py": ("tests/components/test_capacity_rules.py",),
 }
 
 
