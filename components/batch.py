@@ -12,9 +12,7 @@ registers them. Design and sources: docs/batch.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -24,6 +22,7 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed, scale_fallback
 from components.options import child_options
+from components.programs import Program, program
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
 from plan.stack import BatchSpec
@@ -32,7 +31,6 @@ from workloads.batch import layout
 RUNNER = layout.RUNNER
 CODE = "batch-runner-code"
 AUTHENTICATION = "batch-bucket"
-ROOT = Path(__file__).resolve().parent.parent
 # The runner's package and the cold-start parser it measures a wake with (standard library only),
 # shipped at the paths they have in this repository, so the pod imports them by the same names.
 SHIPPED = ("workloads/__init__.py", "workloads/batch/*.py", "workloads/batch/requirements.txt", "workloads/cold_start/*.py")
@@ -55,37 +53,16 @@ RUNNER_GRACE_SECONDS = 60
 RUNNER_DRAIN_SECONDS = RUNNER_GRACE_SECONDS - 10
 
 
-def shipped_paths() -> list[str]:
-    """The shipped files' paths relative to the repository root."""
-    return sorted(path.relative_to(ROOT).as_posix() for pattern in SHIPPED for path in ROOT.glob(pattern))
+def runner_code() -> Program:
+    """The runner's package, its pinned requirements and the cold-start parser, at their repository paths under CODE_ROOT."""
+    return program(CODE, SHIPPED, CODE_ROOT)
 
 
-def package_files() -> dict[str, str]:
-    """The runner's code as the ConfigMap carries it, keyed by its path in this repository with ``/``
-    as ``.`` (a key holds no ``/``): the ``workloads.batch`` package, its pinned requirements and the cold-start parser."""
-    return {code_key(path): (ROOT / path).read_text() for path in shipped_paths()}
-
-
-def code_key(path: str) -> str:
-    return path.replace("/", ".")
-
-
-def code_volumes(files: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The pod's volumes and the runner's mounts: the ConfigMap's files at their repository paths, and the
-    installed dependencies, both on the runner's PYTHONPATH."""
-    by_key = {code_key(path): path for path in shipped_paths()}
-    items = [{"key": key, "path": by_key[key]} for key in sorted(files)]
-    volumes = [{"name": "code", "configMap": {"name": CODE, "items": items}}, {"name": "deps", "emptyDir": {}}]
-    mounts = [{"name": "code", "mountPath": CODE_ROOT, "readOnly": True}, {"name": "deps", "mountPath": DEPS_ROOT, "readOnly": True}]
+def code_volumes(code: Program) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pod's volumes and the runner's mounts: the code, and the installed dependencies, both on the runner's PYTHONPATH."""
+    volumes = [code.volume(), {"name": "deps", "emptyDir": {}}]
+    mounts = [code.mount(), {"name": "deps", "mountPath": DEPS_ROOT, "readOnly": True}]
     return volumes, mounts
-
-
-def code_digest(files: dict[str, str]) -> str:
-    """Changes with any file: the pod template carries it, so new code restarts the runners."""
-    digest = hashlib.sha256()
-    for name, text in sorted(files.items()):
-        digest.update(f"{name}\0{text}\0".encode())
-    return digest.hexdigest()[:16]
 
 
 # PyPI, mirrored like the images (components/registry.py): the runner's pinned packages come from here, not the internet.
@@ -153,15 +130,6 @@ def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
     ]
 
 
-def code_config_map(spec: BatchSpec, files: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": CODE, "namespace": spec.namespace, "labels": spec.labels},
-        "data": files,
-    }
-
-
 def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[str, Any]]:
     """The runner's environment, by the names workloads/batch/layout.py gives it."""
     values: dict[str, str | None] = {
@@ -227,16 +195,16 @@ def worker_resources(cpu: str, memory: str, workers: int) -> dict[str, str]:
     return {"cpu": total_cpu, "memory": f"{int(quantity(memory) * workers / 2**20)}Mi"}
 
 
-def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef | None) -> dict[str, Any]:
+def runner_deployment(spec: BatchSpec, code: Program, api_key: SecretRef | None) -> dict[str, Any]:
     """The runner: no replica until KEDA sees an input; a stock Python image running the ConfigMap's package."""
-    volumes, mounts = code_volumes(files)
+    volumes, mounts = code_volumes(code)
     resources = guaranteed({**worker_resources(spec.runner_cpu, spec.runner_memory, spec.workers), "ephemeral-storage": "1Gi"})
     install = {
         "name": "install-dependencies",
         "image": spec.image,
         "command": install_command(python_index(project=spec.project, region=spec.region)),
         "resources": resources,
-        "volumeMounts": [{**mount, "readOnly": mount["name"] == "code"} for mount in mounts],
+        "volumeMounts": [{**mount, "readOnly": mount["name"] == code.name} for mount in mounts],
         "securityContext": {"allowPrivilegeEscalation": False},
     }
     container = {
@@ -258,7 +226,7 @@ def runner_deployment(spec: BatchSpec, files: dict[str, str], api_key: SecretRef
             "replicas": 0,
             "selector": {"matchLabels": runner_labels()},
             "template": {
-                "metadata": {"labels": runner_labels(), "annotations": {"batch.llm-serving/code": code_digest(files)}},
+                "metadata": {"labels": runner_labels(), "annotations": {"batch.llm-serving/code": code.digest()}},
                 "spec": {
                     "serviceAccountName": RUNNER,
                     "terminationGracePeriodSeconds": RUNNER_GRACE_SECONDS,
@@ -395,14 +363,14 @@ class Batch(pulumi.ComponentResource):
                 "batch-runner-workload-identity", identity, project=spec.project, namespace=spec.namespace, account=RUNNER, opts=on_gcp
             ),
         ]
-        files = package_files()
+        shipped = runner_code()
         # The runner acts as its own Google service account, with no key.
         account = Manifest(RUNNER, kubernetes_service_account(RUNNER, spec.namespace, spec.labels, identity.email), in_cluster)
         access = [Manifest(RUNNER, manifest, in_cluster) for manifest in deployment_reader(spec)]
-        code = Manifest(CODE, code_config_map(spec, files), in_cluster)
+        code = Manifest(CODE, shipped.config_map(spec.namespace, spec.labels), in_cluster)
         runner = Manifest(
             RUNNER,
-            runner_deployment(spec, files, api_key),
+            runner_deployment(spec, shipped, api_key),
             pulumi.ResourceOptions.merge(
                 in_cluster,
                 pulumi.ResourceOptions(

@@ -15,7 +15,6 @@ Pure builders make the client command lines, the script and the manifests;
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -24,6 +23,7 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
+from components.programs import Program, program
 from facts import gke
 from plan.stack import BenchmarkSpec
 from workloads import benchmark_summary as summarize
@@ -31,7 +31,7 @@ from workloads import benchmark_summary as summarize
 NAME = "benchmark"
 COMPUTE_CLASS = "benchmark"
 SUMMARY = "benchmark-summary"
-SUMMARY_FILE = "summarize.py"
+SUMMARY_SOURCE = "workloads/benchmark_summary.py"
 SUMMARY_DIR = "/opt/benchmark"
 RESULT_DIR = "/results"
 # The Job hands the server's URL to its script in this variable, so a gateway
@@ -143,7 +143,7 @@ def benchmark_script(spec: BenchmarkSpec, base_url: str) -> str:
     count = client_count(spec)
     if count < 1:
         raise ValueError("llm:benchmark needs at least one serving node; llm:nodes is 0")
-    summary = f"{SUMMARY_DIR}/{SUMMARY_FILE}"
+    summary = summarizer().path_of(SUMMARY_SOURCE)
     lines = [
         "set -euo pipefail",
         f"mkdir -p {RESULT_DIR}",
@@ -207,18 +207,9 @@ def compute_class(spec: BenchmarkSpec) -> dict[str, Any]:
     }
 
 
-def summarizer_source() -> str:
-    return Path(summarize.__file__).read_text(encoding="utf-8")
-
-
-def summarizer_config_map(spec: BenchmarkSpec) -> dict[str, Any]:
-    """``workloads/benchmark_summary.py`` as the Job mounts it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": SUMMARY, "namespace": spec.namespace, "labels": spec.labels},
-        "data": {SUMMARY_FILE: summarizer_source()},
-    }
+def summarizer() -> Program:
+    """``workloads/benchmark_summary.py``, shipped as every workloads/ program is (components/programs.py)."""
+    return program(SUMMARY, (SUMMARY_SOURCE,), SUMMARY_DIR)
 
 
 def job_name(spec: BenchmarkSpec) -> str:
@@ -266,13 +257,13 @@ def job(spec: BenchmarkSpec, base_url: pulumi.Input[str], api_key: SecretRef | N
                             "env": env,
                             "resources": guaranteed({"cpu": CPU, "memory": MEMORY, "ephemeral-storage": EPHEMERAL_STORAGE}),
                             "volumeMounts": [
-                                {"name": "summary", "mountPath": SUMMARY_DIR, "readOnly": True},
+                                summarizer().mount(),
                                 {"name": "results", "mountPath": RESULT_DIR},
                             ],
                         }
                     ],
                     "volumes": [
-                        {"name": "summary", "configMap": {"name": SUMMARY}},
+                        summarizer().volume(),
                         {"name": "results", "emptyDir": {}},
                     ],
                 },
@@ -298,7 +289,7 @@ class Benchmark(pulumi.ComponentResource):
         super().__init__("llm:serving:Benchmark", name, None, opts)
         base = child_options(self, opts, kubernetes)
         node_class = Manifest("compute-class", compute_class(spec), base)
-        summary = Manifest("summary", summarizer_config_map(spec), base)
+        summary = Manifest("summary", summarizer().config_map(spec.namespace, spec.labels), base)
         # The Service URL ends in /v1; the clients want the root.
         root = pulumi.Output.from_input(base_url).apply(server_root)
         self.job_name = job_name(spec)

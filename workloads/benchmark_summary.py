@@ -1,6 +1,6 @@
 """Adds up the ``vllm bench serve`` clients of one benchmark run.
 
-Usage: ``python3 summarize.py client-0.json client-1.json ...``, the files the
+Usage: ``python3 benchmark_summary.py client-0.json client-1.json ...``, the files the
 clients wrote with ``--save-result --save-detailed``.
 
 The clients run side by side against the same servers, so their throughputs
@@ -157,7 +157,7 @@ def _load(paths: list[str]) -> Iterator[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     paths = sys.argv[1:] if argv is None else argv
     if not paths:
-        print("usage: summarize.py CLIENT_RESULT.json ...", file=sys.stderr)
+        print("usage: benchmark_summary.py CLIENT_RESULT.json ...", file=sys.stderr)
         return 2
     try:
         summary = summarize(_load(paths))

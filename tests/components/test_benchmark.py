@@ -18,7 +18,7 @@ from components.benchmark import (
     compute_class,
     job,
     server_root,
-    summarizer_config_map,
+    summarizer,
 )
 from components.credentials import SecretRef
 from config.problems import StackConfigError
@@ -203,7 +203,7 @@ def test_the_script_waits_a_bounded_time_then_runs_every_client_at_once() -> Non
     started = [line for line in script.splitlines() if line.startswith("vllm bench serve") and line.endswith("&")]
     assert len(started) == 6
     assert 'wait "${pids[$index]}"' in script
-    assert "/opt/benchmark/summarize.py" in script
+    assert "python3 /opt/benchmark/workloads/benchmark_summary.py" in script
 
 
 def test_the_script_never_traces_its_commands_and_is_valid_bash() -> None:
@@ -256,17 +256,22 @@ def test_the_compute_class_asks_for_the_configured_machine_in_the_replicas_zone_
 
 
 def test_the_config_map_carries_the_summarizer_from_the_repository() -> None:
-    data = summarizer_config_map(settings())["data"]
+    data = summarizer().config_map("llm-serving", {})["data"]
     source = (Path(__file__).resolve().parents[2] / "workloads" / "benchmark_summary.py").read_text()
-    assert data == {"summarize.py": source}
-    mounts = container(job(settings(), SERVICE, None, None))["volumeMounts"]
-    assert {"name": "summary", "mountPath": "/opt/benchmark", "readOnly": True} in mounts
+    assert data == {"workloads.benchmark_summary.py": source}
+    pod = job(settings(), SERVICE, None, None)["spec"]["template"]["spec"]
+    assert {"name": "benchmark-summary", "mountPath": "/opt/benchmark", "readOnly": True} in container(
+        job(settings(), SERVICE, None, None)
+    )["volumeMounts"]
+    # Laid out at its repository path under the mount, where the script runs it.
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "benchmark-summary"]
+    assert volume["configMap"]["items"] == [{"key": "workloads.benchmark_summary.py", "path": "workloads/benchmark_summary.py"}]
 
 
 def test_the_manifests_validate_against_kubernetes_and_gkes_compute_class_crd() -> None:
     chosen = settings(labels={"app.kubernetes.io/part-of": "llm-serving"}, nodes=12)
     assert validate(job(chosen, SERVICE, SecretRef("vllm-api-key"), SecretRef("hf-token")), "1.35") == "Kubernetes 1.35"
-    assert validate(summarizer_config_map(chosen), "1.35") == "Kubernetes 1.35"
+    assert validate(summarizer().config_map("llm-serving", chosen.labels), "1.35") == "Kubernetes 1.35"
     assert validate(compute_class(chosen), "1.35") == "CRD cloud.google.com/v1"
 
 

@@ -20,7 +20,7 @@ from render.engine import PROJECT_ROOT
 
 COMPONENTS = PROJECT_ROOT / "components"
 # Shared by every component on purpose: resource options and the manifest resource.
-SHARED = {"components.options", "components.manifests", "components.credentials", "components.workload_identity"}
+SHARED = {"components.options", "components.manifests", "components.credentials", "components.workload_identity", "components.programs"}
 
 
 def settings(**values: Any) -> StackSettings:
