@@ -16,7 +16,7 @@ from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
 from facts.gke import GPUS_PER_NODE
-from facts.vllm import JIT_CACHE_FOLDERS
+from facts.vllm import FIRST_ANSWER_SECONDS, JIT_CACHE_FOLDERS
 from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
 
 PORT_NAME = "http"
@@ -28,6 +28,34 @@ DOWNLOAD_DIR = "/root/.cache/huggingface"
 # GKE's Cloud Storage FUSE CSI driver; its webhook adds the FUSE sidecar to pods annotated for it.
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+# /health answers 200 while the engine still has kernels to compile (the first answer took FIRST_ANSWER_SECONDS
+# on a real run): a replica is started only when it answers a completion.
+# Twice that for the warm-up: one cut short loses nothing (compiled kernels stay compiled) and the next try goes on.
+WARM_UP_TIMEOUT_SECONDS = 2 * FIRST_ANSWER_SECONDS
+# The startup probe's program, run with the image's python3 (an exec probe, as httpGet cannot POST): N one-token
+# completions at once, one per data-parallel engine as the API server spreads them, each answered with a
+# finish_reason. Arguments: the completions URL, the served model's name, N. vLLM's API key, when set, is in
+# the container's environment, which an exec probe inherits.
+WARM_UP_SCRIPT = """\
+import json, os, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+url, model, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+headers = {"Content-Type": "application/json"}
+if os.environ.get("VLLM_API_KEY"):
+    headers["Authorization"] = "Bearer " + os.environ["VLLM_API_KEY"]
+body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1}).encode()
+
+
+def answered(_: int) -> bool:
+    with urllib.request.urlopen(urllib.request.Request(url, body, headers)) as response:
+        choices = json.load(response).get("choices") or [{}]
+    return all(choice.get("finish_reason") for choice in choices)
+
+
+with ThreadPoolExecutor(count) as pool:
+    sys.exit(0 if all(pool.map(answered, range(count))) else 1)
+"""
 # The FUSE sidecar on an A4 node (docs/cold-start.md, "The FUSE sidecar on A4"): gcsfuse sizes itself by
 # machine type and puts a4-highgpu-8g in its high-performance group, 1,600 streaming-write blocks of
 # 32 MiB; the sidecar's default memory is 256Mi. Bounded to 16 blocks (512 MiB: two files being written
@@ -81,11 +109,23 @@ def model_source(model_id: str, cache: CacheMount | None) -> str:
     return cache.model_path if cache else model_id
 
 
-def _probes(profile: EngineProfile) -> dict[str, Any]:
+def warm_up_command(profile: EngineProfile, served_name: str) -> list[str]:
+    """The startup probe's command: one completion per data-parallel engine, answered in full."""
+    url = f"http://127.0.0.1:{profile.port}/v1/completions"
+    return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, str(profile.data_parallel_size)]
+
+
+def _probes(profile: EngineProfile, served_name: str) -> dict[str, Any]:
     check = {"httpGet": {"path": HEALTH_PATH, "port": PORT_NAME}}
     return {
-        # Model load and CUDA graph compile take ~10 min, more with a download.
-        "startupProbe": {**check, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": profile.cold_start_minutes * 6},
+        # Model load and CUDA graph compile take ~10 min, more with a download; then the first answers compile
+        # the kernels left. Readiness and liveness stay the cheap /health once started.
+        "startupProbe": {
+            "exec": {"command": warm_up_command(profile, served_name)},
+            "periodSeconds": 10,
+            "timeoutSeconds": WARM_UP_TIMEOUT_SECONDS,
+            "failureThreshold": profile.cold_start_minutes * 6,
+        },
         "readinessProbe": {**check, "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {**check, "periodSeconds": 15, "timeoutSeconds": 10, "failureThreshold": 4},
     }
@@ -143,7 +183,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
             {"nvidia.com/gpu": str(GPUS_PER_NODE), "cpu": profile.cpu, "memory": profile.memory, "ephemeral-storage": "100Gi"}
         ),
         "volumeMounts": mounts,
-        **_probes(profile),
+        **_probes(profile, spec.served_name),
     }
     # Endpoints and the endpoint picker drop a terminating pod while it sleeps; only then does SIGTERM start
     # vLLM's drain, which closes the port at once (config/drain.py).

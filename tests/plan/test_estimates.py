@@ -131,10 +131,21 @@ def test_the_estimates_show_a_wakes_cold_start_phase_by_phase_and_what_it_costs(
     cold_start = reveal(rendered(stack).outputs)["estimates"]["coldStart"]
     assert cold_start["replicas"] == replicas
     phases = cold_start["phases"]
-    assert set(phases) == {"nodeProvisioning", "image", "weights", "compileColdCache", "compileWarmCache"}
+    assert set(phases) == {
+        "nodeProvisioning",
+        "image",
+        "weights",
+        "compileColdCache",
+        "compileWarmCache",
+        "firstAnswerColdKernels",
+        "compileCacheOnly",
+    }
     assert all(phase["source"] for phase in phases.values())
-    for cache, compile_phase in (("coldCompileCache", "compileColdCache"), ("warmCompileCache", "compileWarmCache")):
-        seconds = sum(phases[name]["seconds"] for name in ("nodeProvisioning", "image", "weights", compile_phase))
+    for cache, engine in (
+        ("coldCompileCache", ("compileColdCache", "firstAnswerColdKernels")),
+        ("warmCompileCache", ("compileWarmCache",)),
+    ):
+        seconds = sum(phases[name]["seconds"] for name in ("nodeProvisioning", "image", "weights", *engine))
         # Every node of the wake bills from the start of provisioning to the last phase.
         assert cold_start["wakeCost"][cache] == pytest.approx(replicas * price * seconds / 3600, abs=0.5)
     assert cold_start["wakeCost"]["warmCompileCache"] < cold_start["wakeCost"]["coldCompileCache"]
