@@ -1,0 +1,315 @@
+"""A miniature of the stack's model: its architecture and layer pattern made small, random weights, a small tokenizer.
+
+``python -m preflight.miniature OUT --model Qwen/Qwen3.5-27B-FP8`` writes it (the weights need torch and
+transformers, on a GPU when there is one). The real ``config.json`` comes from the Hugging Face cache when
+present, else from the copy vendored under ``preflight/models/`` (its PROVENANCE.md). No weights are downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import random
+import shutil
+import sys
+import sysconfig
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from preflight.adapt import ModelShape
+
+VENDORED = Path(__file__).parent / "models"
+# Files of the model's repository the engine reads besides the config (the processor of a multimodal model).
+PROCESSOR_FILES = ("preprocessor_config.json", "video_preprocessor_config.json")
+
+# Small enough to build in seconds and to leave the GPU's memory to the KV cache, large enough that the
+# kernels the engine picks for the real model's head sizes are the ones it runs (the head dims are kept).
+HIDDEN = 1024
+INTERMEDIATE = 3072
+ATTENTION_HEADS = 8
+KV_HEADS = 2
+LINEAR_KEY_HEADS = 4
+VISION = {"depth": 2, "hidden_size": 256, "intermediate_size": 512, "num_heads": 4}
+BPE_TOKENS = 8000
+# Padded like real vocabularies (Qwen's 248320 is a multiple of 256).
+VOCAB = 8192
+# ChatML's and Qwen's vision markers: the chat template and the multimodal processor need them.
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+# Config keys that hold a token id, and the token each means.
+TOKEN_KEYS = {
+    "image_token_id": "<|image_pad|>",
+    "video_token_id": "<|video_pad|>",
+    "vision_start_token_id": "<|vision_start|>",
+    "vision_end_token_id": "<|vision_end|>",
+    "eos_token_id": "<|im_end|>",
+    "pad_token_id": "<|endoftext|>",
+    "bos_token_id": "<|endoftext|>",
+}
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- set content = message['content'] if message['content'] is string else "
+    "message['content'] | selectattr('type', 'equalto', 'text') | map(attribute='text') | join('') -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + content + '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+
+
+class ModelSourceError(LookupError):
+    """No config.json of the model in the Hugging Face cache nor vendored."""
+
+
+def token_id(token: str) -> int:
+    return BPE_TOKENS + SPECIAL_TOKENS.index(token)
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    model: str
+    folder: Path
+    config: dict[str, Any]
+    # Where the config came from: a cache snapshot (its revision) or the vendored copy.
+    provenance: str
+
+
+def vendored_folder(model: str) -> Path:
+    return VENDORED / model.replace("/", "--")
+
+
+def hf_cache_snapshot(model: str, env: Mapping[str, str]) -> Path | None:
+    """The newest snapshot of ``model`` with a config.json in the Hugging Face cache, or None."""
+    home = env.get("HF_HUB_CACHE") or str(Path(env.get("HF_HOME") or Path(env.get("HOME", "~")) / ".cache" / "huggingface") / "hub")
+    snapshots = Path(home).expanduser() / f"models--{model.replace('/', '--')}" / "snapshots"
+    found = [s for s in snapshots.glob("*") if (s / "config.json").exists()] if snapshots.is_dir() else []
+    return max(found, key=lambda s: (s / "config.json").stat().st_mtime) if found else None
+
+
+def find_source(model: str, env: Mapping[str, str]) -> ModelSource:
+    """The model's real config: the Hugging Face cache first, else the vendored copy."""
+    snapshot = hf_cache_snapshot(model, env)
+    if snapshot is not None:
+        config = json.loads((snapshot / "config.json").read_text(encoding="utf-8"))
+        return ModelSource(model, snapshot, config, f"Hugging Face cache, revision {snapshot.name}")
+    folder = vendored_folder(model)
+    if not (folder / "config.json").exists():
+        known = sorted(p.name.replace("--", "/") for p in VENDORED.glob("*") if (p / "config.json").exists())
+        raise ModelSourceError(
+            f"no config.json of {model}: not in the Hugging Face cache and not vendored (vendored: {', '.join(known)}); "
+            f"put its config.json in the cache (huggingface-cli download {model} config.json) or under {folder}"
+        )
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return ModelSource(model, folder, config, f"vendored copy, {folder.relative_to(VENDORED.parent.parent)}/PROVENANCE.md")
+
+
+def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = config.get("text_config")
+    return text if isinstance(text, Mapping) else config
+
+
+def shape(config: Mapping[str, Any]) -> ModelShape:
+    text = _text(config)
+    kinds = text.get("layer_types") or []
+    head = text.get("linear_key_head_dim")
+    return ModelShape(linear_attention="linear_attention" in kinds, linear_key_head_dim=int(head) if head is not None else None)
+
+
+def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
+    small = dict(text)
+    kinds = list(text.get("layer_types") or [])
+    period = int(text.get("full_attention_interval") or 0) or (kinds.index("full_attention") + 1 if "full_attention" in kinds else 2)
+    layers = min(int(text.get("num_hidden_layers", 2 * period)), 2 * period)
+    small.update(num_hidden_layers=layers, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, vocab_size=VOCAB)
+    if kinds:
+        # The first layers keep the real order: two periods of the hybrid pattern.
+        small["layer_types"] = kinds[:layers]
+    if "num_attention_heads" in text:
+        small.update(num_attention_heads=ATTENTION_HEADS, num_key_value_heads=KV_HEADS)
+    if "linear_num_key_heads" in text:
+        # The value/key head ratio of the real model (48/16 for Qwen 3.5 27B).
+        ratio = int(text["linear_num_value_heads"]) // int(text["linear_num_key_heads"])
+        small.update(linear_num_key_heads=LINEAR_KEY_HEADS, linear_num_value_heads=LINEAR_KEY_HEADS * ratio)
+    if "mlp_only_layers" in text:
+        small["mlp_only_layers"] = [i for i in text["mlp_only_layers"] if i < layers]
+    for key, token in TOKEN_KEYS.items():
+        if key in small and small[key] is not None:
+            small[key] = token_id(token)
+    small["dtype"] = "bfloat16"
+    small.pop("quantization_config", None)
+    return small
+
+
+def miniature_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` made small: the same classes and layer pattern, smaller widths, the miniature's token ids, bf16."""
+    small = {k: v for k, v in config.items() if k not in ("quantization_config", "torch_dtype")}
+    if "text_config" in config:
+        small["text_config"] = _small_text(config["text_config"])
+    else:
+        small.update(_small_text(config))
+    if isinstance(config.get("vision_config"), Mapping):
+        vision = dict(config["vision_config"])
+        vision.update(VISION, out_hidden_size=HIDDEN)
+        vision["deepstack_visual_indexes"] = [i for i in vision.get("deepstack_visual_indexes") or [] if i < VISION["depth"]]
+        small["vision_config"] = vision
+    for key, token in TOKEN_KEYS.items():
+        if key in small and small[key] is not None:
+            small[key] = token_id(token)
+    small["dtype"] = "bfloat16"
+    return small
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def corpus(limit: int = 120) -> Iterator[str]:
+    """Local text to train the tokenizer on: this Python's own standard library sources, in a fixed order."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(stdlib.glob("*.py"))[:limit]:
+        yield path.read_text(encoding="utf-8", errors="replace")
+    words = " ".join((stdlib / "os.py").read_text(encoding="utf-8", errors="replace").split()[:20000]).split()
+    rng = random.Random(0)
+    for _ in range(500):
+        yield " ".join(rng.choice(words) for _ in range(60))
+
+
+def write_tokenizer(out: Path) -> None:
+    """A byte-level BPE trained on local text, ChatML's special tokens after it, and a ChatML chat template."""
+    # The tokenizers library comes with transformers on the GPU machine, not with the project.
+    lib: Any = importlib.import_module("tokenizers")
+    AddedToken, Tokenizer = lib.AddedToken, lib.Tokenizer  # noqa: N806
+    decoders, models, pre_tokenizers, processors, trainers = lib.decoders, lib.models, lib.pre_tokenizers, lib.processors, lib.trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=BPE_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(corpus(), trainer=trainer)
+    if tokenizer.get_vocab_size() != BPE_TOKENS:
+        raise RuntimeError(f"the BPE trainer made {tokenizer.get_vocab_size()} tokens, not {BPE_TOKENS}: too little text")
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    for token in SPECIAL_TOKENS:
+        if tokenizer.token_to_id(token) != token_id(token):
+            raise RuntimeError(f"{token} got id {tokenizer.token_to_id(token)}, not {token_id(token)}")
+    tokenizer.save(str(out / "tokenizer.json"))
+    decoder = {
+        str(token_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+        for t in SPECIAL_TOKENS
+    }
+    settings = {
+        "tokenizer_class": "Qwen2Tokenizer",
+        "model_max_length": 262144,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "bos_token": None,
+        "unk_token": None,
+        "add_prefix_space": False,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": decoder,
+        "chat_template": CHAT_TEMPLATE,
+    }
+    (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
+    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
+    generation = {"eos_token_id": [token_id("<|im_end|>"), token_id("<|endoftext|>")], "pad_token_id": token_id("<|endoftext|>")}
+    (out / "generation_config.json").write_text(json.dumps(generation, indent=1), encoding="utf-8")
+
+
+def write_weights(out: Path, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Random bf16 weights of ``config``'s model class (transformers), plus the MTP layers transformers leaves out."""
+    torch: Any = importlib.import_module("torch")
+    transformers: Any = importlib.import_module("transformers")
+    save_file = importlib.import_module("safetensors.torch").save_file
+
+    architecture = str(config["architectures"][0])
+    model_class = getattr(transformers, architecture)
+    loaded = transformers.AutoConfig.from_pretrained(str(out))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = model_class._from_config(loaded, dtype=torch.bfloat16)
+    tensors = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()}
+    text = _text(config)
+    mtp_layers = int(text.get("mtp_num_hidden_layers") or 0)
+    if mtp_layers:
+        tensors.update(_mtp_tensors(tensors, text, mtp_layers))
+    tensors = {name: tensor.cpu() for name, tensor in tensors.items()}
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    count = sum(t.numel() for t in tensors.values())
+    return {"tensors": len(tensors), "parameters": count, "bytes": (out / "model.safetensors").stat().st_size, "device": device}
+
+
+def _mtp_tensors(tensors: Mapping[str, Any], text: Mapping[str, Any], layers: int) -> dict[str, Any]:
+    """Qwen 3.5's MTP block as vLLM loads it (vllm/model_executor/models/qwen3_5_mtp.py: ``mtp.*``).
+
+    Each MTP layer is a full-attention decoder layer: a copy of the model's first one. ``fc`` maps the
+    concatenated embedding and hidden state back to the hidden size; the norms start at zero, which
+    Qwen 3.5's RMSNorm (scale 1 + w) reads as identity.
+    """
+    torch: Any = importlib.import_module("torch")
+    kinds = list(text.get("layer_types") or [])
+    first = kinds.index("full_attention")
+    prefix = next(p for p in (f"model.language_model.layers.{first}.", f"model.layers.{first}.") if any(k.startswith(p) for k in tensors))
+    hidden = int(text["hidden_size"])
+    sample = next(iter(tensors.values()))
+    generator = torch.Generator(device=sample.device).manual_seed(1)
+    found: dict[str, Any] = {}
+    for index in range(layers):
+        for name, tensor in tensors.items():
+            if name.startswith(prefix):
+                found[f"mtp.layers.{index}.{name[len(prefix) :]}"] = tensor.clone()
+    fc = torch.randn(hidden, 2 * hidden, generator=generator, device=sample.device) * 0.02
+    found["mtp.fc.weight"] = fc.to(torch.bfloat16)
+    for norm in ("mtp.norm.weight", "mtp.pre_fc_norm_hidden.weight", "mtp.pre_fc_norm_embedding.weight"):
+        found[norm] = torch.zeros(hidden, dtype=torch.bfloat16, device=sample.device)
+    return found
+
+
+def write(out: Path, source: ModelSource, *, weights: bool = True) -> dict[str, Any]:
+    """The miniature in ``out``; reuses weights written earlier for the same config. Returns what it made."""
+    out.mkdir(parents=True, exist_ok=True)
+    small = miniature_config(source.config)
+    digest = config_digest(small)
+    marker = out / "preflight-miniature.json"
+    if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("digest") == digest and (out / "model.safetensors").exists():
+        made: dict[str, Any] = json.loads(marker.read_text(encoding="utf-8"))
+        made["reused"] = True
+        return made
+    (out / "config.json").write_text(json.dumps(small, indent=1), encoding="utf-8")
+    for name in PROCESSOR_FILES:
+        if (source.folder / name).exists():
+            shutil.copyfile(source.folder / name, out / name)
+    write_tokenizer(out)
+    made = {"model": source.model, "source": source.provenance, "digest": digest}
+    if weights:
+        made["weights"] = write_weights(out, small)
+    marker.write_text(json.dumps(made, indent=1), encoding="utf-8")
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preflight.miniature", description=__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--model", default="Qwen/Qwen3.5-27B-FP8")
+    parser.add_argument("--no-weights", action="store_true", help="config, tokenizer and processor files only")
+    args = parser.parse_args(argv)
+    made = write(args.out, find_source(args.model, os.environ), weights=not args.no_weights)
+    print(json.dumps(made))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
