@@ -1,0 +1,66 @@
+"""The preflight's preparation, where the project is installed: render the stack, then write what the render lacks.
+
+The render holds the engine's command line; the benchmark client's command line is built by
+``components/benchmark.py`` from the stack's settings, which need the project's environment (pydantic,
+Pulumi). This writes it beside the render (``build/<stack>/preflight.json``), so the preflight itself can
+run on a GPU machine with no project environment.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.benchmark import client_command
+from preflight.rendered import PREPARED_FILE
+from stacks.plan import BenchmarkSpec
+from stacks.settings import StackSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Replaced by the preflight with its own engine's address.
+PLACEHOLDER_URL = "http://127.0.0.1:8000"
+# Credentials never enter settings (stacks/loading.py keeps them out the same way).
+SECRET_KEYS = ("hfToken", "apiKey")
+
+
+def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
+    """The settings of ``Pulumi.<stack>.yaml`` (the program's own keys; credentials left out)."""
+    project = yaml.safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"]
+    config = (yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}).get("config") or {}
+    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
+    return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
+
+
+def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
+    """The benchmark client of one serving node and the model's id, as the preflight reads them."""
+    spec = BenchmarkSpec(
+        namespace="",
+        labels={},
+        benchmark=settings.benchmark,
+        workload=settings.workload,
+        model=settings.model,
+        nodes=max(settings.nodes, 1),
+        image=settings.benchmark.image,
+        zone=settings.zone,
+    )
+    return {
+        "stack": stack,
+        "model": settings.model.id,
+        "revision": settings.model.revision,
+        "bench_client": client_command(spec, 0, PLACEHOLDER_URL),
+    }
+
+
+def prepare(stack: str, root: Path = PROJECT_ROOT) -> Path:
+    """Renders ``stack`` (``python -m render``) and writes the preparation beside it; returns the render's folder."""
+    done = subprocess.run([sys.executable, "-m", "render", stack], cwd=root, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the render of {stack} failed (exit {done.returncode}); the preflight runs only a stack that renders")
+    folder = root / "build" / stack
+    (folder / PREPARED_FILE).write_text(json.dumps(prepared(stack_settings(stack, root), stack), indent=1) + "\n", encoding="utf-8")
+    return folder
