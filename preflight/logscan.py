@@ -87,6 +87,14 @@ def scan(lines: Iterable[str]) -> Scan:
     return Scan(figures, markers, first)
 
 
+def started_at(lines: list[str]) -> datetime:
+    """The start of the engine: the stamp of the log's first line (the preflight's own ``start:`` line)."""
+    first = next((time for line in lines if (time := line_time(line)) is not None), None)
+    if first is None:
+        raise ValueError("no stamped line in the log")
+    return first
+
+
 def parse_with_project(lines: list[str], started: datetime) -> dict[str, Any]:
     """The project's cold-start parser (``cold_start.phases.read_log``) over one start's log, as it is.
 

@@ -1,0 +1,81 @@
+"""The drain under load, judged against the pod's grace period, preStop and --shutdown-timeout."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preflight.drain import in_flight, judge
+from tests.preflight.runs import RUNS, report, start
+
+
+def drain(run: Path) -> dict[str, Any]:
+    starts = report(run)["starts"]
+    record: dict[str, Any] = starts[-1]["drain"]
+    return record
+
+
+def findings(record: dict[str, Any], clean: float | None = 4.54) -> dict[str, Any]:
+    return {f.what: f for f in judge(record, clean_exit_seconds=clean)}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.name)
+def test_the_port_closes_at_sigterm_and_new_connections_are_refused(run: Path) -> None:
+    record = drain(run)
+    assert record["port_closed_s"] < 0.5
+    assert record["requests"]["after-SIGTERM"]["ending"] == "refused"
+    # During preStop the engine still serves: the pod's endpoint removal is what keeps clients off it.
+    assert record["requests"]["during-preStop"]["ending"] == "answered"
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.name)
+def test_in_flight_requests_are_cut_at_the_shutdown_timeout_and_none_is_answered(run: Path) -> None:
+    load = in_flight(drain(run))
+    assert len(load) == 64
+    streams = [r for name, r in load.items() if name.startswith("stream-")]
+    plain = [r for name, r in load.items() if name.startswith("plain-")]
+    # Tokens flowed until the engine force-killed its core 20 s after SIGTERM; none carried a finish_reason.
+    assert all(19.5 < r["last_chunk"] < 21 and r["finish_reason"] is None for r in streams)
+    assert {r["ending"] for r in streams} == {"stream cut"}
+    assert {r["ending"] for r in plain} == {"dropped"}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.name)
+def test_the_api_server_outlives_the_grace_period(run: Path) -> None:
+    record = drain(run)
+    assert record["exit_s"] is None and record["killed_by_preflight"]
+    assert record["sigkill_due_s"] == 20.0
+
+
+def test_the_real_drain_fails_on_exit_lost_requests_and_the_grace_budget() -> None:
+    judged = findings(drain(RUNS[0]), clean=report(RUNS[0])["clean_exit_s"])
+    assert judged["exit"].ok is False and "SIGKILL" in judged["exit"].text
+    assert judged["in-flight requests"].ok is False
+    assert "0 of 64" in judged["in-flight requests"].text and "32 dropped, 32 stream cut" in judged["in-flight requests"].text
+    assert judged["port"].ok is None
+    assert judged["grace budget"].ok is False and "= 29.5 s against a grace of 25 s" in judged["grace budget"].text
+
+
+def test_a_drain_that_answers_everything_and_exits_in_time_passes() -> None:
+    record = copy.deepcopy(drain(RUNS[0]))
+    for name, request in in_flight(record).items():
+        request.update(ending="answered", finish_reason="length")
+        record["requests"][name] = request
+    record["exit_s"] = 6.0
+    judged = findings(record, clean=None)
+    assert judged["exit"].ok and judged["in-flight requests"].ok
+    assert "grace budget" not in judged
+
+
+def test_the_budget_holds_when_grace_covers_prestop_timeout_and_teardown() -> None:
+    record = copy.deepcopy(drain(RUNS[0]))
+    record["plan"]["grace_seconds"] = 30
+    assert findings(record)["grace budget"].ok is True
+
+
+def test_a_clean_exit_takes_seconds_of_teardown() -> None:
+    cold = start(RUNS[0], "1-cold")
+    assert 3 < cold["sigterm_to_exit_idle_s"] < 8
