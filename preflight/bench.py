@@ -2,7 +2,7 @@
 
 The client's command line is the one ``components/benchmark.py`` builds for the stack (written beside the
 render by ``python -m preflight <stack> --prepare``); the preflight changes only where it points, the
-tokenizer, the number of prompts and where results go. ``benchmark_job/summarize.py`` sums the result.
+tokenizer, the number of prompts and where results go. ``workloads/benchmark_summary.py`` sums the result.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark_job import summarize
 from preflight.adapt import Adaptation
+from workloads import benchmark_summary as summarize
 
 # The flags the preflight sets itself; every other flag of the stack's client is kept.
 OWN = ("--base-url", "--tokenizer", "--num-prompts", "--result-dir", "--result-filename")

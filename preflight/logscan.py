@@ -1,8 +1,8 @@
 """What one engine start printed, line by line, beside what the project's cold-start parser makes of it.
 
 The preflight writes each line of the engine's output prefixed with its arrival time in RFC 3339, as
-``kubectl logs --timestamps`` does, so ``cold_start.phases`` reads it as it would read a pod's log.
-Every pattern below is quoted from vLLM 0.26.0 (sdist sha256 23e9fa19..., stacks/data/vllm/0.26.0.yaml).
+``kubectl logs --timestamps`` does, so ``workloads.cold_start.phases`` reads it as it would read a pod's log.
+Every pattern below is quoted from vLLM 0.26.0 (sdist sha256 23e9fa19..., facts/data/vllm/0.26.0.yaml).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cold_start.phases import Breakdown, MeasureError, read_log
+from workloads.cold_start.phases import Breakdown, MeasureError, read_log
 
 STAMP = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) ")
 
@@ -96,7 +96,7 @@ def started_at(lines: list[str]) -> datetime:
 
 
 def parse_with_project(lines: list[str], started: datetime) -> dict[str, Any]:
-    """The project's cold-start parser (``cold_start.phases.read_log``) over one start's log, as it is.
+    """The project's cold-start parser (``workloads.cold_start.phases.read_log``) over one start's log, as it is.
 
     The process's start stands in for the kubelet's ``Started`` event, which ends the pod's wait.
     """

@@ -11,20 +11,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from components.benchmark import client_command
+from config.settings import StackSettings
+from plan.stack import benchmark_spec
 from preflight.rendered import PREPARED_FILE
-from stacks.plan import BenchmarkSpec
-from stacks.settings import StackSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Replaced by the preflight with its own engine's address.
 PLACEHOLDER_URL = "http://127.0.0.1:8000"
-# Credentials never enter settings (stacks/loading.py keeps them out the same way).
+# Credentials never enter settings (config/loading.py keeps them out the same way).
 SECRET_KEYS = ("hfToken", "apiKey")
 
 
@@ -38,16 +39,8 @@ def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
 
 def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
     """The benchmark client of one serving node and the model's id, as the preflight reads them."""
-    spec = BenchmarkSpec(
-        namespace="",
-        labels={},
-        benchmark=settings.benchmark,
-        workload=settings.workload,
-        model=settings.model,
-        nodes=max(settings.nodes, 1),
-        image=settings.benchmark.image,
-        zone=settings.zone,
-    )
+    # One serving node's clients, also for a stack scaled to zero.
+    spec = replace(benchmark_spec(settings, {}, settings.benchmark.image), nodes=max(settings.nodes, 1))
     return {
         "stack": stack,
         "model": settings.model.id,

@@ -20,12 +20,12 @@ from typing import Any
 
 import yaml
 
+from facts.vllm import facts, supported_releases, tagged_release
 from preflight import bench, caches, drain, logscan, metrics, miniature, report
 from preflight.adapt import EngineRun, Machine, RefusedError, adapt, container_command, without_flags
 from preflight.engine import Engine
 from preflight.probes import completion, http
 from preflight.rendered import EngineSpec, flag_names, queries, read_engine, read_prepared, vllm_reads
-from stacks.vllm import facts, supported_releases, tagged_release
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # Machine facts, read by the engine's own Python (local) or the image's (container).
@@ -96,8 +96,8 @@ def covered(release: str, where: str) -> None:
     """Refuses a release the project's vLLM facts do not cover."""
     if release not in supported_releases():
         raise RefusedError(
-            f"vLLM {release} ({where}) is not covered by the project's vLLM facts (stacks/data/vllm/), which cover "
-            f"{', '.join(supported_releases())}; run one of those, or add the release's facts with tools/vllm_facts.py"
+            f"vLLM {release} ({where}) is not covered by the project's vLLM facts (facts/data/vllm/), which cover "
+            f"{', '.join(supported_releases())}; run one of those, or add the release's facts with dev/vllm_facts.py"
         )
 
 

@@ -20,6 +20,8 @@ from render.promql import PromQLError, check_monitoring, stack_queries
 from tests.conftest import render_with
 
 LATEST = "0.33.0"
+# The newest release whose wheel runs on torch 2.11: the one the preflight ran on a lent H100.
+PREFLIGHT_RAN = "0.26.0"
 LATEST_IMAGE = f"vllm/vllm-openai:v{LATEST}"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
@@ -34,8 +36,8 @@ def settings(**changes: Any) -> StackSettings:
     return StackSettings.model_validate({"project": "example-project", **changes})
 
 
-def test_the_supported_releases_are_the_measured_default_and_the_latest() -> None:
-    assert supported_releases() == (DEFAULT_RELEASE, LATEST)
+def test_the_supported_releases_are_the_measured_default_the_one_the_preflight_ran_and_the_latest() -> None:
+    assert supported_releases() == (DEFAULT_RELEASE, PREFLIGHT_RAN, LATEST)
     assert all(len(facts(release).commit) >= 7 for release in supported_releases())
 
 
@@ -70,12 +72,12 @@ def test_render_of_the_latest_release_refuses_a_flag_it_dropped() -> None:
 
 def test_a_release_without_facts_is_refused_naming_the_supported_ones() -> None:
     message = refused(serving={"image": "vllm/vllm-openai:v0.25.0"})
-    assert "llm:serving.image" in message and "0.25.0" in message and "0.18.1, 0.33.0" in message
+    assert "llm:serving.image" in message and "0.25.0" in message and "0.18.1, 0.26.0, 0.33.0" in message
 
 
 def test_an_image_pinned_by_digest_alone_takes_its_release_from_the_setting() -> None:
     message = refused(serving={"image": f"vllm/vllm-openai@{DIGEST}"})
-    assert "llm:serving.vllmVersion" in message and "0.18.1, 0.33.0" in message
+    assert "llm:serving.vllmVersion" in message and "0.18.1, 0.26.0, 0.33.0" in message
     assert settings(serving={"image": f"vllm/vllm-openai@{DIGEST}", "vllmVersion": LATEST}).serving.release == LATEST
 
 
@@ -115,7 +117,7 @@ def test_every_flag_of_the_engine_and_the_benchmark_is_one_its_release_acts_on(r
 
 def test_a_benchmark_image_without_facts_is_refused() -> None:
     message = refused(benchmark={"enabled": True, "image": "vllm/vllm-openai:v0.20.0"})
-    assert "llm:benchmark.image" in message and "0.18.1, 0.33.0" in message
+    assert "llm:benchmark.image" in message and "0.18.1, 0.26.0, 0.33.0" in message
 
 
 def test_queries_are_held_to_the_metrics_of_the_stack_release() -> None:

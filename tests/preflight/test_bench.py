@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from benchmark_job.summarize import summarize
 from preflight.bench import client_argv, ratio
 from preflight.rendered import read_prepared
 from tests.preflight.runs import BATCH, DEV, report
+from workloads.benchmark_summary import summarize
 
 
 def client() -> list[str]:

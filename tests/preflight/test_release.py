@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from facts.vllm import facts
 from preflight.adapt import RefusedError
 from preflight.rendered import flag_names, read_engine
 from preflight.run import covered
-from stacks.vllm import facts
 from tests.preflight.runs import DEV, report
 
 
@@ -20,7 +20,7 @@ def test_another_release_is_refused_naming_the_covered_ones_and_how_to_add_one()
         covered("0.25.0", "installed in /usr/bin/python3")
     message = str(refused.value)
     assert message.startswith("vLLM 0.25.0 (installed in /usr/bin/python3) is not covered")
-    assert "0.18.1, 0.26.0, 0.33.0" in message and "tools/vllm_facts.py" in message
+    assert "0.18.1, 0.26.0, 0.33.0" in message and "dev/vllm_facts.py" in message
 
 
 @pytest.mark.parametrize("release", ["0.18.1", "0.26.0"])
