@@ -79,7 +79,8 @@ def test_the_project_parser_reads_every_phase_of_the_real_cold_start() -> None:
     ]
     # Together they span the log, from the first line to the first answer (122 s after Ready).
     assert sum(phases.values()) == pytest.approx(467.0, abs=1)  # type: ignore[attr-defined]
-    assert parsed["vllmSeconds"] == {"CUDA graph capture": 3.0, "profiling and kernel JIT": 85.52, "torch.compile": 39.48, "weights": 0.85362}
+    vllm_seconds = {"CUDA graph capture": 3.0, "profiling and kernel JIT": 85.52, "torch.compile": 39.48, "weights": 0.85362}
+    assert parsed["vllmSeconds"] == vllm_seconds
     assert parsed["compileCacheHit"] is False
     assert project(DEV, "2-compile-cache.log")["compileCacheHit"] is True
 
