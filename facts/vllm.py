@@ -47,15 +47,16 @@ QUERIED_METRICS = (
     TPOT_HISTOGRAM,
     ITL_HISTOGRAM,
 )
-# Issue 31's run of a stack's command line (one H100, vLLM 0.26.0, a miniature random-weight Qwen 3.5,
-# 2026-11-26): start to /health with every cache cold, with only the compile caches kept (vLLM's and
-# FlashInfer's; Triton's and Inductor's emptied), and with every cache warm; and the first completion after
-# /health while Triton compiled the kernels first met at inference. The seconds hold for that GPU and model
-# only; the ratios carry the phases to an A4 wake (plan/cold_start_estimate.py, docs/cold-start.md).
-START_COLD_SECONDS = 310
-START_COMPILE_CACHE_ONLY_SECONDS = 148
-START_ALL_CACHES_SECONDS = 55
-FIRST_ANSWER_SECONDS = 100
+# The preflight of dev on one H100 (vLLM 0.26.0, a miniature random-weight Qwen 3.5, 2026-11-26; its report
+# and logs are tests/real_runs/2026-11-26-h100-dev): start to /health with every cache cold, with only
+# VLLM_CACHE_ROOT kept, and with every cache kept; and the first completion after /health in each, while Triton
+# compiled the kernels first met at inference (the batch run's cold start: 104 s). The seconds hold for that
+# GPU and model only; the ratios carry the phases to an A4 wake (plan/cold_start_estimate.py).
+START_COLD_SECONDS = 345
+START_COMPILE_CACHE_ONLY_SECONDS = 247
+START_ALL_CACHES_SECONDS = 64
+FIRST_ANSWER_SECONDS = 122
+FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS = 103
 # From SIGTERM with nothing in flight to the process's exit, vLLM 0.26.0 took 4-7 s to tear down (its engine
 # manager and background resources; issue 31's run, one H100, 2026-11-26): the grace must leave this after the drain.
 SHUTDOWN_TEARDOWN_SECONDS = 7
