@@ -73,7 +73,8 @@ COMPILE_CACHE_HIT = re.compile(r"Directly load (?:AOT compilation from path|the 
 KV_CACHE = re.compile(r"GPU KV cache size: [\d,]+ tokens")
 GRAPHS_CAPTURED = re.compile(r"Graph capturing finished in (?P<seconds>\d+) secs")
 SERVING = re.compile(r"Starting vLLM server on ")
-INFERENCE_JIT = re.compile(r"Triton kernel JIT compilation during inference: (?P<kernel>\w+)")
+# vLLM's JIT monitor names each compiler's kernel ("Triton kernel JIT ...", "TileLang JIT ...").
+INFERENCE_JIT = re.compile(r"JIT compilation during inference: (?P<kernel>\w+)")
 # uvicorn's access line of an answered completion (a chat's or a plain one's).
 ANSWERED = re.compile(r'"POST /v1/(?:chat/)?completions HTTP/[\d.]+" 200')
 # Each process's lines start with "(<name> pid=<pid>) " (vllm/utils/system_utils.py).
@@ -116,7 +117,7 @@ class Breakdown:
     compile_cache_hit: bool | None = None
     # vLLM's own durations, the slowest engine's (each summed over that engine's graphs and runs).
     engine_seconds: dict[str, float] = field(default_factory=dict)
-    # Triton kernels compiled at inference: each made a request wait after the server started.
+    # Kernels compiled at inference (Triton's, TileLang's): each made a request wait after the server started.
     inference_jit_kernels: list[str] = field(default_factory=list)
 
     def phases(self) -> list[tuple[str, float | None]]:
@@ -160,7 +161,7 @@ class Breakdown:
             own = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(self.engine_seconds.items()))
             lines.append(f"  vLLM's own figures (slowest engine): {own}")
         if self.inference_jit_kernels:
-            lines.append(f"  Triton kernels compiled at inference, after the server started: {len(self.inference_jit_kernels)}")
+            lines.append(f"  kernels compiled at inference, after the server started: {len(self.inference_jit_kernels)}")
         return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,8 @@ each line names the file and line that printed it:
 - ``GPU KV cache size: %s tokens``: vllm/v1/core/kv_cache_utils.py:2177
 - ``Graph capturing finished in %.0f secs, took %.2f GiB``: vllm/v1/worker/gpu_model_runner.py:6844
 - ``Starting vLLM server on %s``: vllm/entrypoints/openai/api_server.py:677
-- ``Triton kernel JIT compilation during inference: %s. ...`` (WARNING): vllm/.../jit_monitor.py:135
+- ``Triton kernel JIT compilation during inference: %s. ...`` (WARNING): vLLM's jit_monitor.py:135, as the
+  line names it
 - uvicorn's access lines, ``INFO:     <client> - "POST /v1/completions HTTP/1.1" 200 OK``
 """
 

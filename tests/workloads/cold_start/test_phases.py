@@ -72,6 +72,15 @@ def test_a_cold_wake_splits_into_every_phase_vllm_logs() -> None:
     assert breakdown.inference_jit_kernels == ["_causal_conv1d_fwd_kernel", "fused_sigmoid_gating_delta_rule_update_kernel"]
 
 
+def test_a_kernel_any_compiler_builds_at_inference_is_listed() -> None:
+    # vLLM's JIT monitor names the compiler: Triton's kernels, and TileLang's where a model uses them.
+    tile = samples.vllm_line(
+        "2026-11-23T12:15:11.000Z", samples.DP1, "jit_monitor.py:135", "TileLang JIT compilation during inference: mhc_pre_fuse.", "WARNING"
+    )
+    breakdown = measure(samples.events_list(samples.wake_events()), [*samples.COLD_LOG.splitlines(), tile])
+    assert breakdown.inference_jit_kernels[-1] == "mhc_pre_fuse" and len(breakdown.inference_jit_kernels) == 3
+
+
 def test_the_weights_line_without_memory_is_read() -> None:
     # One of vLLM 0.26.0's runners prints "Model loading took %s GiB and %.6f seconds".
     log = samples.COLD_LOG.replace("GiB memory and 21.976018", "GiB and 23.5")
