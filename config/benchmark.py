@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, field_validator, model_validator
 
 from config.problems import ConfigProblem
 from config.section import ConfigBool, Section, pinned_image
 from config.serving import image_release
-from facts.gcp import GB_PER_VCPU
+from facts.gcp import machine_shapes
 
 # The benchmark clients take 14 CPUs of a dedicated node.
 BENCHMARK_MIN_CPUS = 16
 # The clients' pod asks for 48Gi (components/benchmark.py), beside what Autopilot keeps for the node.
 BENCHMARK_MIN_GB = 56
-_MACHINE_CPUS = re.compile(r"^([a-z0-9]+)-([a-z]+)-(\d+)$")
 
 
 class BenchmarkSettings(Section):
@@ -56,16 +53,14 @@ class BenchmarkSettings(Section):
     @field_validator("machine_type")
     @classmethod
     def _big_enough(cls, value: str) -> str:
-        match = _MACHINE_CPUS.match(value)
-        if not match or int(match.group(3)) < BENCHMARK_MIN_CPUS:
-            raise ConfigProblem((), value, f"is too small or not a machine type: the clients take 14 CPUs; use {BENCHMARK_MIN_CPUS}+ vCPUs")
-        per_cpu = GB_PER_VCPU.get((match.group(1), match.group(2)))
-        if per_cpu is None:
-            shapes = ", ".join(sorted({f"{family}-{kind}" for family, kind in GB_PER_VCPU}))
-            raise ConfigProblem((), value, f"is not a machine shape whose memory is known; use one of {shapes} with 16+ vCPUs")
-        if per_cpu * int(match.group(3)) < BENCHMARK_MIN_GB:
-            memory = per_cpu * int(match.group(3))
+        shape = machine_shapes().get(value)
+        if shape is None:
+            series = sorted({name.rsplit("-", 1)[0] for name in machine_shapes()})
+            raise ConfigProblem((), value, f"is not a machine type whose size is known; use a predefined shape of {', '.join(series)}")
+        if shape.cpus < BENCHMARK_MIN_CPUS:
+            raise ConfigProblem((), value, f"is too small: the clients take 14 CPUs; use {BENCHMARK_MIN_CPUS}+ vCPUs")
+        if shape.gb < BENCHMARK_MIN_GB:
             raise ConfigProblem(
-                (), value, f"has {memory:g} GB, too little for the clients' 48Gi pod; use {BENCHMARK_MIN_GB}+ GB, e.g. c4-standard-16"
+                (), value, f"has {shape.gb:g} GB, too little for the clients' 48Gi pod; use {BENCHMARK_MIN_GB}+ GB, e.g. c4-standard-16"
             )
         return value

@@ -19,45 +19,6 @@ PROHIBITED_RANGES = tuple(
 )
 # Not RFC 1918, yet not public: shared address space and class E, which GKE accepts.
 NON_PUBLIC_RANGES = tuple(ipaddress.IPv4Network(r) for r in ("100.64.0.0/10", "240.0.0.0/4"))
-# GB of memory per vCPU of the machine shapes the benchmark node may use (Compute Engine's
-# general-purpose and compute-optimized machine series pages); other series are not listed.
-GB_PER_VCPU = {
-    ("c4", "standard"): 3.75,
-    ("c4", "highcpu"): 2.0,
-    ("c4", "highmem"): 7.75,
-    ("c4a", "standard"): 4.0,
-    ("c4a", "highcpu"): 2.0,
-    ("c4a", "highmem"): 8.0,
-    ("c4d", "standard"): 3.875,
-    ("c4d", "highcpu"): 1.875,
-    ("c4d", "highmem"): 7.875,
-    ("c3", "standard"): 4.0,
-    ("c3", "highcpu"): 2.0,
-    ("c3", "highmem"): 8.0,
-    ("c3d", "standard"): 4.0,
-    ("c3d", "highcpu"): 2.0,
-    ("c3d", "highmem"): 8.0,
-    ("c2", "standard"): 4.0,
-    ("c2d", "standard"): 4.0,
-    ("c2d", "highcpu"): 2.0,
-    ("c2d", "highmem"): 8.0,
-    ("n4", "standard"): 4.0,
-    ("n4", "highcpu"): 2.0,
-    ("n4", "highmem"): 8.0,
-    ("n2", "standard"): 4.0,
-    ("n2", "highcpu"): 1.0,
-    ("n2", "highmem"): 8.0,
-    ("n2d", "standard"): 4.0,
-    ("n2d", "highcpu"): 1.0,
-    ("n2d", "highmem"): 8.0,
-    ("e2", "standard"): 4.0,
-    ("e2", "highcpu"): 1.0,
-    ("e2", "highmem"): 8.0,
-    ("n1", "standard"): 3.75,
-    ("n1", "highcpu"): 0.9,
-    ("n1", "highmem"): 6.5,
-    ("t2d", "standard"): 4.0,
-}
 # Strings a project id may not contain (cloud.google.com/resource-manager/docs/creating-managing-projects).
 PROJECT_RESTRICTED = ("google", "null", "undefined", "ssl")
 # Digits Cloud Storage reads as the letters they resemble in "g00gle" (cloud.google.com/storage/docs/buckets#naming).
@@ -83,6 +44,22 @@ def bucket_name_problem(name: str) -> str | None:
     plain = name.translate(_LOOK_ALIKE)
     spelled = next((word for word in sorted(_GOOGLE_LIKE) if word in plain), None)
     return f'holds "google" or a close misspelling of it ({spelled})' if spelled else None
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    """A predefined Compute Engine machine type: its vCPUs and its memory in GB."""
+
+    cpus: int
+    gb: float
+
+
+@cache
+def machine_shapes() -> dict[str, MachineShape]:
+    """The vendored shapes of the series the benchmark node may use (facts/data/machine-types.yaml): a series'
+    memory per vCPU is not constant (n2-highmem-128 has 864 GB, not 128 x 8), so each shape is looked up."""
+    loaded = read_yaml(Path(__file__).parent / "data" / "machine-types.yaml")
+    return {name: MachineShape(int(shape["cpus"]), float(shape["gb"])) for name, shape in loaded["shapes"].items()}
 
 
 @dataclass(frozen=True)
