@@ -8,8 +8,9 @@ and ``mutmut browse`` there), with only the test files listed for it, one
 mutant at a time, at a lower priority. The table counts a mutant as detected
 when a test failed or it timed out (mutmut's limit is CPU time, so a loaded
 machine does not cause timeouts); a mutant no listed test reaches counts as
-survived. Mutants listed in EQUIVALENT behave exactly as the original and are
-left out of the score; docs/testing.md gives the reason for each.
+survived. Mutants listed in EQUIVALENT (by their text, so a renumbering cannot
+swap them) behave exactly as the original and are left out of the score;
+docs/testing.md gives the reason for each.
 """
 
 from __future__ import annotations
@@ -38,41 +39,46 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/awaits.py": ("tests/render/test_awaits.py",),
     "render/refresh.py": ("tests/render/test_refresh_rules.py",),
     "components/capacity.py": ("tests/components/test_capacity_rules.py",),
+    "plan/naming.py": ("tests/plan/test_naming.py",),
+    "plan/batch_sizing.py": ("tests/plan/test_batch_sizing.py",),
+    "render/promql.py": ("tests/render/test_promql.py",),
 }
 
 
 @dataclass(frozen=True)
 class Equivalent:
-    """A mutant that cannot change behaviour: the text it must contain, so a renumbered mutant is never skipped."""
+    """A mutant that cannot change behaviour: its function and a text only that mutant of the function holds."""
 
+    function: str
     text: str
     reason: str
 
 
-# Mutant names as mutmut 3.8.1 numbers them; each is checked against its text before it is left out,
-# so a change of the module that renumbers them fails the run instead of excluding another mutant.
-EQUIVALENT: dict[str, Equivalent] = {
-    "plan.stack.x__reservation_selector__mutmut_3": Equivalent("raise ValueError(None)", "unreachable: the settings refuse it first"),
-    "plan.stack.x__reservation_selector__mutmut_4": Equivalent('"XXcapacity.reservation', "unreachable: the settings refuse it first"),
-    "plan.stack.x__reservation_selector__mutmut_5": Equivalent('"CAPACITY.RESERVATION', "unreachable: the settings refuse it first"),
-    "plan.stack.x_cache_id__mutmut_15": Equivalent('split("/")[+1]', "a model id is org/name: item 1 is the last"),
-    "plan.stack.x_cache_id__mutmut_18": Equivalent('strip("XX-XX")', "the name is lower-cased first: it holds no X"),
-    "plan.stack.x_scheduling__mutmut_56": Equivalent("assert_never(None)", "unreachable: the capacity mode is a closed type"),
-    "plan.stack.x_plan_stack__mutmut_93": Equivalent('rstrip("XX-XX")', "a cluster name is lower case: it holds no X"),
-    "plan.estimates.x__estimate__mutmut_2": Equivalent(
-        "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
+# Keyed by text, not by mutmut's number: a change of the module renumbers its mutants, and the text
+# still finds the same one. Each text must match exactly one mutant of its function, or the run stops
+# so that the entry is looked at again (docs/testing.md gives the reason for each).
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent("plan.stack.x__reservation_selector", "raise ValueError(None)", "unreachable: the settings refuse it first"),
+    Equivalent("plan.stack.x__reservation_selector", '"XXcapacity.reservation', "unreachable: the settings refuse it first"),
+    Equivalent("plan.stack.x__reservation_selector", '"CAPACITY.RESERVATION', "unreachable: the settings refuse it first"),
+    Equivalent("plan.stack.x_cache_id", 'split("/")[+1]', "a model id is org/name: item 1 is the last"),
+    Equivalent("plan.stack.x_cache_id", 'strip("XX-XX")', "the name is lower-cased first: it holds no X"),
+    Equivalent("plan.stack.x_scheduling", "assert_never(None)", "unreachable: the capacity mode is a closed type"),
+    Equivalent("plan.stack.x_plan_stack", 'rstrip("XX-XX")', "a cluster name is lower case: it holds no X"),
+    Equivalent(
+        "plan.estimates.x__estimate", "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
     ),
-    "plan.estimates.x__interpolate__mutmut_3": Equivalent("if nodes < points[0]:", "at a measured point both ways give its value"),
-    "plan.estimates.x__interpolate__mutmut_8": Equivalent("if nodes > points[-1]:", "at a measured point both ways give its value"),
-    "plan.estimates.x__interpolate__mutmut_17": Equivalent("if low < nodes <= high:", "at a measured point both ways give its value"),
-    "plan.estimates.x__interpolate__mutmut_18": Equivalent("if low <= nodes < high:", "at a measured point both ways give its value"),
-    "plan.estimates.x__interpolate__mutmut_27": Equivalent("raise AssertionError(None)", "unreachable: every count falls in a pair"),
-    "plan.estimates.x__interpolate__mutmut_28": Equivalent('"XXunreachable', "unreachable: every count falls in a pair"),
-    "plan.estimates.x__interpolate__mutmut_29": Equivalent('"UNREACHABLE', "unreachable: every count falls in a pair"),
-    "plan.estimates.x_cost_per_hour__mutmut_12": Equivalent(
-        "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
+    Equivalent("plan.estimates.x__interpolate", "if nodes < points[0]:", "at a measured point both ways give its value"),
+    Equivalent("plan.estimates.x__interpolate", "if nodes > points[-1]:", "at a measured point both ways give its value"),
+    Equivalent("plan.estimates.x__interpolate", "if low < nodes <= high:", "at a measured point both ways give its value"),
+    Equivalent("plan.estimates.x__interpolate", "if low <= nodes < high:", "at a measured point both ways give its value"),
+    Equivalent("plan.estimates.x__interpolate", "raise AssertionError(None)", "unreachable: every count falls in a pair"),
+    Equivalent("plan.estimates.x__interpolate", '"XXunreachable', "unreachable: every count falls in a pair"),
+    Equivalent("plan.estimates.x__interpolate", '"UNREACHABLE', "unreachable: every count falls in a pair"),
+    Equivalent(
+        "plan.estimates.x_cost_per_hour", "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
     ),
-}
+)
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.
 KILLED = {1, 3, -9, -11}
@@ -169,20 +175,26 @@ def _mutant_sources(folder: Path, module: str) -> dict[str, str]:
     }
 
 
-def _check_equivalents(module: str, folder: Path) -> None:
+def equivalents(module: str, sources: dict[str, str]) -> set[str]:
+    """The mutants of ``module`` that EQUIVALENT lists, found by their text; a stale or ambiguous entry stops the run."""
     prefix = module.removesuffix(".py").replace("/", ".") + "."
-    listed = {name: item for name, item in EQUIVALENT.items() if name.startswith(prefix)}
-    sources = _mutant_sources(folder, module)
-    stale = [name for name, item in listed.items() if item.text not in sources.get(name, "")]
-    if stale:
-        raise SystemExit(f"{module}: the equivalent mutant(s) {', '.join(stale)} changed; look at them again (docs/testing.md)")
+    found: set[str] = set()
+    for item in (e for e in EQUIVALENT if e.function.startswith(prefix)):
+        matches = [name for name, source in sources.items() if name.startswith(item.function + "__mutmut_") and item.text in source]
+        if len(matches) != 1:
+            raise SystemExit(
+                f"{module}: the equivalent mutant of {item.function} holding {item.text!r} matches {len(matches)} mutants,"
+                " not one; look at it again (docs/testing.md)"
+            )
+        found.add(matches[0])
+    return found
 
 
 def score(module: str, folder: Path) -> Score:
-    _check_equivalents(module, folder)
+    left_out = equivalents(module, _mutant_sources(folder, module))
     meta = json.loads((folder / "mutants" / f"{module}.meta").read_text())
     codes: dict[str, int | None] = meta["exit_code_by_key"]
-    judged = {name: code for name, code in codes.items() if name not in EQUIVALENT}
+    judged = {name: code for name, code in codes.items() if name not in left_out}
     unchecked = [name for name, code in judged.items() if code is None]
     if unchecked:
         raise SystemExit(f"{module}: {len(unchecked)} mutant(s) not checked, e.g. {unchecked[0]}; see {folder / 'mutmut.log'}")

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextvars
+import logging
 from typing import Any
 
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
 import pytest
 
-from components.capacity import RESERVATION_INPUTS, compute_class, future_reservation_args
+from components.capacity import RESERVATION_INPUTS, Capacity, compute_class, future_reservation_args
+from components.manifests import type_token
 from config.settings import StackSettings
 from facts import gke
 from plan.stack import FALLBACK_CLASS, CapacitySpec, plan_stack
+from render.sdk import Registration, run_program
 
 RESERVATION = {"name": "a4-llm-serving"}
 CREATE = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 16}
@@ -89,3 +96,72 @@ def test_the_calendar_request_asks_for_dense_a4_nodes_that_only_named_pods_consu
 def test_every_input_of_the_request_is_kept_from_updates() -> None:
     camel = {"".join(part.capitalize() if i else part for i, part in enumerate(name.split("_"))) for name in calendar_request()}
     assert camel == set(RESERVATION_INPUTS)
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, []
+
+
+def registered(capacity: dict[str, Any]) -> list[Registration]:
+    """What ``Capacity`` alone registers under the mock engine, after an API it is told to wait for."""
+    chosen = spec(capacity)
+    resources: list[Registration] = []
+
+    def program() -> None:
+        api = gcp.projects.Service("api", service="compute.googleapis.com")
+        kubernetes = k8s.Provider("cluster")
+        Capacity("capacity", chosen, kubernetes=kubernetes, opts=pulumi.ResourceOptions(depends_on=[api]))
+
+    def run() -> None:
+        run_program(
+            program,
+            project="llm",
+            stack="dev",
+            config={},
+            secret_keys=[],
+            engine=Mocks(),
+            resources=resources,
+            invokes=[],
+            logger=logging.getLogger("capacity-test"),
+        )
+
+    contextvars.Context().run(run)
+    return resources
+
+
+def one(resources: list[Registration], type_: str) -> Registration:
+    (found,) = [r for r in resources if r.type == type_]
+    return found
+
+
+def test_a_created_reservation_is_kept_on_destroy_and_never_updated() -> None:
+    resources = registered({"mode": "reservation", "reservation": {**RESERVATION, "create": CREATE}})
+    component = one(resources, "llm:capacity:Capacity")
+    request = one(resources, "gcp:compute/futureReservation:FutureReservation")
+    assert component.name == "capacity" and request.name == "reservation"
+    assert request.parent == component.urn and request.retain_on_delete
+    assert set(request.ignore_changes) == set(RESERVATION_INPUTS)
+    assert request.inputs["reservationName"] == "a4-llm-serving" and request.inputs["specificSkuProperties"]["totalCount"] == "16"
+    assert one(resources, "gcp:projects/service:Service").urn in request.dependencies
+    assert not [r for r in resources if r.type.endswith(":ComputeClass")]
+
+
+def test_the_fallback_class_is_registered_on_the_clusters_provider() -> None:
+    resources = registered({"mode": "fallback", "reservation": RESERVATION, "fallback": ["reservation", "spot"]})
+    component = one(resources, "llm:capacity:Capacity")
+    (manifest,) = [r for r in resources if r.type.endswith(":ComputeClass")]
+    assert manifest.type == type_token(gke.COMPUTE_CLASS_API, "ComputeClass") and manifest.name == "compute-class"
+    assert manifest.parent == component.urn and manifest.provider.startswith(one(resources, "pulumi:providers:kubernetes").urn)
+    assert one(resources, "gcp:projects/service:Service").urn in manifest.dependencies
+    assert manifest.inputs["spec"]["description"] == "A4 nodes: reservation, then spot"
+    assert not [r for r in resources if r.type.endswith("FutureReservation")]
+
+
+@pytest.mark.parametrize("capacity", [{"mode": "spot"}, {"mode": "flex-start"}, {"mode": "reservation", "reservation": RESERVATION}])
+def test_other_modes_register_nothing_but_the_component(capacity: dict[str, Any]) -> None:
+    types = sorted(r.type for r in registered(capacity))
+    assert types == ["gcp:projects/service:Service", "llm:capacity:Capacity", "pulumi:providers:kubernetes"]
