@@ -42,6 +42,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "plan/naming.py": ("tests/plan/test_naming.py",),
     "plan/batch_sizing.py": ("tests/plan/test_batch_sizing.py",),
     "render/promql.py": ("tests/render/test_promql.py",),
+    "config/cron.py": ("tests/config/test_cron.py",),
 }
 
 

@@ -146,7 +146,8 @@ def test_a_created_reservation_is_kept_on_destroy_and_never_updated() -> None:
     assert request.parent == component.urn and request.retain_on_delete
     assert set(request.ignore_changes) == set(RESERVATION_INPUTS)
     assert request.inputs["reservationName"] == "a4-llm-serving" and request.inputs["specificSkuProperties"]["totalCount"] == "16"
-    assert one(resources, "gcp:projects/service:Service").urn in request.dependencies
+    api = one(resources, "gcp:projects/service:Service").urn
+    assert api in request.dependencies and api in component.dependencies
     assert not [r for r in resources if r.type.endswith(":ComputeClass")]
 
 

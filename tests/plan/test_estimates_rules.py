@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from config.settings import StackSettings
-from plan.estimates import Estimate, cost_per_hour
+from plan.estimates import Estimate, GatewayPods, cost_per_hour, gateway_bill
 from plan.stack import plan_stack
 
 # Per-node throughput at each measured count: linear interpolation of the efficiency is linear in these.
@@ -193,3 +193,33 @@ def test_outside_the_reference_the_basis_says_what_differs(values: dict[str, Any
     result = figures(nodes=2, **values)
     assert (result.tokens_per_second, result.basis) == (None, reason)
     assert result.cost_per_hour == pytest.approx(2 * 32.61 + 0.10)
+
+
+def test_a_costly_capacity_still_divides_by_a_million_tokens() -> None:
+    # At $100,000 a node-hour a millionth more per token shows in the third decimal.
+    result = figures(nodes=1, capacity={"mode": "spot", "pricePerNodeHour": 100_000.0})
+    assert result.dollars_per_million_tokens == round((100_000 + 0.10) / (PER_NODE[1] * 3600) * 1e6, 3)
+
+
+def test_the_expected_cold_start_is_part_of_the_figures_and_their_output() -> None:
+    settings = StackSettings.model_validate({"project": "example-project"})
+    result = plan_stack(settings, "test").estimate
+    assert result.cold_start is not None
+    assert result.as_output()["coldStart"] == result.cold_start.as_output()
+
+
+@pytest.mark.parametrize(
+    ("exposure", "balancer"),
+    [("internal", "internal Application Load Balancer"), ("external", "regional external Application Load Balancer")],
+)
+def test_the_gateways_bill_is_its_pickers_cpu_and_memory_and_its_load_balancer(exposure: str, balancer: str) -> None:
+    # Two pickers of half a vCPU and 2 GiB at $0.04 a vCPU-hour and $0.005 a GiB-hour: 2 x (0.02 + 0.01).
+    pods = GatewayPods("500m", "2Gi", 2, 0.04, 0.005, exposure, 0.025)
+    (picker, picker_cost), (name, balancer_cost) = gateway_bill(pods)
+    assert picker == "endpoint picker (Autopilot Pods)" and picker_cost == pytest.approx(0.06)
+    assert (name, balancer_cost) == (balancer, 0.025)
+
+
+def test_the_pickers_memory_is_read_in_gib_whatever_its_unit() -> None:
+    (_, in_mi), _ = gateway_bill(GatewayPods("1", "512Mi", 1, 0.0, 1.0, "internal", 0.0))
+    assert in_mi == pytest.approx(0.5)
