@@ -79,6 +79,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "plan.estimates.x_cost_per_hour", "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
     ),
+    Equivalent(
+        "components.capacity.x__priority",
+        'elif step == "reservation" or spec.reservation is not None',
+        "spot and flex-start steps are taken first; a reservation step without a reservation is refused by the settings",
+    ),
 )
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.
