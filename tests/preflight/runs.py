@@ -9,7 +9,9 @@ from typing import Any
 REAL_RUNS = Path(__file__).resolve().parent.parent / "real_runs"
 DEV = REAL_RUNS / "2026-11-26-h100-dev"
 BATCH = REAL_RUNS / "2026-11-26-h100-batch"
-RUNS = (DEV, BATCH)
+# dev again once the render put Triton's, FlashInfer's and Inductor's caches under the compile cache.
+JIT_CACHES = REAL_RUNS / "2026-11-26-h100-dev-jit-caches"
+RUNS = (DEV, BATCH, JIT_CACHES)
 
 
 def report(run: Path) -> dict[str, Any]:
