@@ -182,6 +182,7 @@ class ClusterSettings(Section):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
+        # GKE: up to 40 of lowercase letters, digits and '-', from a letter to a letter or digit (API Cluster.name).
         return check_name(value, 40)
 
     @field_validator("namespace")

@@ -6,6 +6,7 @@ the key, the value and what is allowed; the unusual but valid settings beside th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -174,6 +175,30 @@ def test_every_bucket_the_stack_derives_is_one_cloud_storage_takes(part: str) ->
 
     for name in (compile_cache_bucket("llm-serving-prod", part), batch_bucket_name("llm-serving-prod", part)):
         assert bucket_name_problem(name) is None, name
+
+
+def service_account_id_problem(account_id: str) -> str | None:
+    """Why IAM refuses ``account_id``, or None: 6 to 30 characters of [a-z]([-a-z0-9]*[a-z0-9]) (IAM API,
+    CreateServiceAccountRequest.accountId; docs/config-rules.md)."""
+    if not 6 <= len(account_id) <= 30:
+        return f"{len(account_id)} characters"
+    return None if re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])", account_id) else "not [a-z]([-a-z0-9]*[a-z0-9])"
+
+
+# Cluster names up to GKE's 40 characters: the stack derives account ids from them (cut at 30).
+LONG_CLUSTERS = ("llm-serving-europe-west4-production-a", "llm-serving-europe-west4-" + "b" * 15)
+
+
+@pytest.mark.parametrize("cluster", ["llm", "llm-serving", "llm-serving-europe-west4", "a" * 40, *LONG_CLUSTERS])
+def test_every_service_account_id_the_stack_derives_is_one_iam_takes(cluster: str) -> None:
+    render = render_with("batch", cluster={"name": cluster})
+    for account in render.by_type("gcp:serviceaccount/account:Account"):
+        assert service_account_id_problem(account.inputs["accountId"]) is None, account.inputs["accountId"]
+
+
+@pytest.mark.parametrize("account_id", ["nodes", "a" * 31, "1-nodes", "llm-nodes-", "llm_nodes", "LLM-nodes"])
+def test_service_account_ids_iam_refuses_are_found(account_id: str) -> None:
+    assert service_account_id_problem(account_id) is not None
 
 
 def test_the_engine_sets_no_variable_the_settings_do_not_know_the_program_sets() -> None:
