@@ -38,6 +38,8 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return {"what": self.what, "ok": self.ok, "text": self.text}
+# How far from --shutdown-timeout a request may end and still count as cut by it (the clock, the stream's last buffer).
+CUT_SLACK_SECONDS = 1.0
 
 
 def run(engine: Engine, url: str, host: str, port: int, served: str, plan: DrainPlan, progress: Callable[[str], None]) -> dict[str, Any]:
@@ -131,6 +133,14 @@ def _relative(record: dict[str, Any], origin: float) -> dict[str, Any]:
     return out
 
 
+def _ended(request: dict[str, Any]) -> float:
+    """When a request stopped getting anything: its last token, else its end, else never."""
+    for key in ("last_chunk", "end"):
+        if isinstance(request.get(key), (int, float)):
+            return float(request[key])
+    return float("inf")
+
+
 def in_flight(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The load's requests (not the probes sent during preStop and after SIGTERM)."""
     return {name: r for name, r in record["requests"].items() if name.startswith(("stream-", "plain-"))}
@@ -142,14 +152,24 @@ def judge(record: dict[str, Any], *, clean_exit_seconds: float | None) -> list[F
     grace, prestop, timeout = float(plan["grace_seconds"]), float(plan["prestop_seconds"]), float(plan["shutdown_timeout"])
     after_prestop = grace - prestop
     findings: list[Finding] = []
+    load = in_flight(record)
+    streams = [r for name, r in load.items() if name.startswith("stream-") and r.get("last_chunk") is not None]
+    # vLLM stops its engine at --shutdown-timeout: a token later means the engine outlived it.
+    stopped_in_time = all(float(r["last_chunk"]) <= timeout + CUT_SLACK_SECONDS for r in streams)
     exit_s = record.get("exit_s")
     if exit_s is None:
         findings.append(
             Finding(
                 "exit",
-                False,
+                None if stopped_in_time else False,
                 f"the engine had not exited {record['sigkill_due_s'] + plan['observe_after_grace']:.0f} s after SIGTERM; "
-                f"the pod's grace leaves {after_prestop:.0f} s after the {prestop:.0f} s preStop, so the kubelet SIGKILLs it",
+                f"the pod's grace leaves {after_prestop:.0f} s after the {prestop:.0f} s preStop, so the kubelet SIGKILLs it"
+                + (
+                    ": its engine stopped at --shutdown-timeout and vLLM's API server waited on open connections, which the "
+                    "SIGKILL bounds"
+                    if stopped_in_time
+                    else f": its engine was still streaming after --shutdown-timeout {timeout:.0f} s"
+                ),
             )
         )
     else:
@@ -161,7 +181,6 @@ def judge(record: dict[str, Any], *, clean_exit_seconds: float | None) -> list[F
                 + ("" if exit_s <= after_prestop else ": the kubelet SIGKILLs it first"),
             )
         )
-    load = in_flight(record)
     lost = {name: r for name, r in load.items() if r.get("ending") != "answered"}
     if load:
         kinds: dict[str, int] = {}
@@ -169,12 +188,18 @@ def judge(record: dict[str, Any], *, clean_exit_seconds: float | None) -> list[F
             key = r.get("ending", "?") + (" ([DONE] sent)" if r.get("done_marker") else "")
             kinds[key] = kinds.get(key, 0) + 1
         detail = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        early = [r for r in lost.values() if _ended(r) < timeout - CUT_SLACK_SECONDS]
         findings.append(
             Finding(
                 "in-flight requests",
-                not lost,
+                True if not lost else (False if early else None),
                 f"{len(load) - len(lost)} of {len(load)} in-flight requests answered with a finish_reason"
-                + (f"; lost: {detail}" if lost else ""),
+                + (
+                    f"; lost: {detail}, {len(early) or 'none'} before --shutdown-timeout {timeout:.0f} s"
+                    + ("" if early else " (vLLM cuts what is left then: its client must retry them, as the batch runner does)")
+                    if lost
+                    else ""
+                ),
             )
         )
     closed = record.get("port_closed_s")

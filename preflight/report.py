@@ -48,6 +48,7 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         fail("flags", f"vLLM {result['engine']['release']} does not take {', '.join(unknown)}")
     budget = float((result.get("budgets") or {}).get("first_answer_after_ready_s", 10.0))
+    answer_probe = completion_probe_timeout(result)
     findings: list[dict[str, Any]] = []
     for start in result.get("starts") or []:
         name = start["name"]
@@ -57,7 +58,15 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
         for text in _request_failures(name, start.get("requests") or {}):
             fail(f"{name} requests", text)
         delay = start.get("first_answer_after_ready_s")
-        if delay is not None and delay > budget:
+        if delay is not None and answer_probe is not None:
+            # The pod is Ready only once its startup probe's completion is answered: one attempt must outlast the delay.
+            if delay > answer_probe:
+                fail(
+                    "readiness",
+                    f"{name}: the startup probe's completion gives up after {answer_probe:.0f} s, but the first answer took "
+                    f"{delay:.1f} s after /health",
+                )
+        elif delay is not None and delay > budget:
             fail(
                 "readiness",
                 f"{name}: /health answered 200 {delay:.1f} s before the first completion was answered (budget {budget:.0f} s): "
@@ -78,6 +87,15 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
                 if finding.ok is False:
                     fail(f"drain: {finding.what}", finding.text)
     return {"ok": not failures, "failures": failures, "drain_findings": findings}
+
+
+def completion_probe_timeout(result: Mapping[str, Any]) -> float | None:
+    """The seconds one attempt of the rendered startup probe waits, when that probe sends a completion; else None."""
+    probe = ((result.get("rendered") or {}).get("probes") or {}).get("startupProbe") or {}
+    command = (probe.get("exec") or {}).get("command") or []
+    if not any(isinstance(word, str) and word.endswith("/v1/completions") for word in command):
+        return None
+    return float(probe.get("timeoutSeconds", 1))
 
 
 def throughput_ratios(result: Mapping[str, Any]) -> dict[str, float | None]:

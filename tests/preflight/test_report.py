@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from preflight.report import text, throughput_ratios, verdict
-from tests.preflight.runs import BATCH, DEV, RUNS, report
+from tests.preflight.runs import BATCH, DEV, JIT_CACHES, RUNS, report
 
 
 def failures(result: dict[str, Any]) -> list[str]:
@@ -18,18 +18,34 @@ def failures(result: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda run: run.name)
-def test_the_verdict_written_by_the_run_is_todays(run: Path) -> None:
+def test_every_failure_today_was_one_the_run_reported(run: Path) -> None:
+    # The judgement has only learnt what the stack accounts for (the completion startup probe, vLLM's cut at
+    # its shutdown timeout), never to fail what a run passed.
     result = report(run)
-    written = result.pop("verdict")
-    assert verdict(result)["failures"] == written["failures"]
+    written = [f["what"] for f in result.pop("verdict")["failures"]]
+    assert set(failures(result)) <= set(written)
 
 
-def test_dev_fails_on_readiness_twice_and_on_the_drain() -> None:
-    assert failures(report(DEV)) == ["readiness", "readiness", "drain: exit", "drain: in-flight requests", "drain: grace budget"]
+def test_dev_before_the_fixes_fails_on_readiness_twice_and_on_the_grace_budget() -> None:
+    # Its render probed /health alone, and its 20 s shutdown timeout left no time for the teardown.
+    assert failures(report(DEV)) == ["readiness", "readiness", "drain: grace budget"]
 
 
-def test_batch_fails_on_the_cold_starts_readiness_and_on_the_drain() -> None:
-    assert failures(report(BATCH)) == ["readiness", "drain: exit", "drain: in-flight requests", "drain: grace budget"]
+def test_batch_before_the_fixes_fails_on_the_cold_starts_readiness_and_on_the_grace_budget() -> None:
+    assert failures(report(BATCH)) == ["readiness", "drain: grace budget"]
+
+
+def test_dev_after_the_fixes_passes() -> None:
+    # Its startup probe sends a completion and waits longer than the cold first answer took (98 s),
+    # and preStop 5 s + shutdown timeout 13 s + teardown fit Spot's 25 s.
+    assert failures(report(JIT_CACHES)) == []
+
+
+def test_a_completion_probe_that_gives_up_before_the_first_answer_fails_readiness() -> None:
+    result = report(JIT_CACHES)
+    result["rendered"]["probes"]["startupProbe"]["timeoutSeconds"] = 60
+    texts = [f["text"] for f in verdict(result)["failures"] if f["what"] == "readiness"]
+    assert texts == ["1-cold: the startup probe's completion gives up after 60 s, but the first answer took 98.3 s after /health"]
 
 
 def test_readiness_fails_when_the_first_answer_comes_long_after_ready() -> None:
