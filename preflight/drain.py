@@ -38,6 +38,8 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return {"what": self.what, "ok": self.ok, "text": self.text}
+
+
 # How far from --shutdown-timeout a request may end and still count as cut by it (the clock, the stream's last buffer).
 CUT_SLACK_SECONDS = 1.0
 
@@ -165,8 +167,7 @@ def judge(record: dict[str, Any], *, clean_exit_seconds: float | None) -> list[F
                 f"the engine had not exited {record['sigkill_due_s'] + plan['observe_after_grace']:.0f} s after SIGTERM; "
                 f"the pod's grace leaves {after_prestop:.0f} s after the {prestop:.0f} s preStop, so the kubelet SIGKILLs it"
                 + (
-                    ": its engine stopped at --shutdown-timeout and vLLM's API server waited on open connections, which the "
-                    "SIGKILL bounds"
+                    ": its engine stopped at --shutdown-timeout and vLLM's API server waited on open connections, which the SIGKILL bounds"
                     if stopped_in_time
                     else f": its engine was still streaming after --shutdown-timeout {timeout:.0f} s"
                 ),
