@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -24,6 +23,7 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import awaits_beyond, child_options
+from components.programs import Program, program
 from facts import gke
 from plan.naming import MODEL_CACHE_PREFIX
 from plan.stack import CacheSpec
@@ -181,7 +181,14 @@ def snapshot(spec: CacheSpec) -> dict[str, Any]:
 WRITER_LABELS = {"app.kubernetes.io/component": "model-cache-writer"}
 # Time for a small CPU node and one API call.
 RELEASE_DEADLINE_MINUTES = 10
-RELEASE_SCRIPT = (Path(__file__).resolve().parent.parent / "workloads" / "cache_release.py").read_text()
+RELEASE_SOURCE = "workloads/cache_release.py"
+RELEASE_CODE = "model-cache-release-code"
+RELEASE_ROOT = "/opt/cache-release"
+
+
+def release_code() -> Program:
+    """``workloads/cache_release.py``, shipped as every workloads/ program is (components/programs.py)."""
+    return program(RELEASE_CODE, (RELEASE_SOURCE,), RELEASE_ROOT)
 
 
 def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
@@ -219,6 +226,7 @@ def release_account(spec: CacheSpec) -> list[dict[str, Any]]:
 def _account_job(spec: CacheSpec, name: str, component: str, arguments: list[str]) -> dict[str, Any]:
     """A short Job that runs ``workloads/cache_release.py`` as the cache's account."""
     labels = {"app.kubernetes.io/component": component}
+    code = release_code()
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -233,7 +241,8 @@ def _account_job(spec: CacheSpec, name: str, component: str, arguments: list[str
             "backoffLimit": 3,
             "activeDeadlineSeconds": RELEASE_DEADLINE_MINUTES * 60,
             "template": {
-                "metadata": {"labels": labels},
+                # New code replaces the Job (its template is immutable), so it runs again, as when the source was its command.
+                "metadata": {"labels": labels, "annotations": {"model-cache.llm-serving/code": code.digest()}},
                 "spec": {
                     "restartPolicy": "Never",
                     "serviceAccountName": spec.names.release,
@@ -241,10 +250,12 @@ def _account_job(spec: CacheSpec, name: str, component: str, arguments: list[str
                         {
                             "name": component.removeprefix("model-cache-"),
                             "image": spec.download_image,
-                            "command": ["python3", "-c", RELEASE_SCRIPT, *arguments],
+                            "command": ["python3", code.path_of(RELEASE_SOURCE), *arguments],
                             "resources": guaranteed({"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "1Gi"}),
+                            "volumeMounts": [code.mount()],
                         }
                     ],
+                    "volumes": [code.volume()],
                 },
             },
         },
@@ -294,12 +305,14 @@ class ModelCache(pulumi.ComponentResource):
             Manifest("snapshot-class", snapshot_class(spec.labels), base),
         ]
         account = [Manifest(f"release-{spec.key}", manifest, base) for manifest in release_account(spec)]
+        # The claim and release Jobs mount their program: it must be there before either pod starts.
+        code = Manifest(RELEASE_CODE, release_code().config_map(spec.namespace, spec.labels), base)
         # The claim's class must exist before the claim; the download's Secrets before its pod.
         claimed = Manifest(
             f"claim-{spec.key}",
             claim_job(spec),
             pulumi.ResourceOptions.merge(
-                base, pulumi.ResourceOptions(depends_on=[*classes, *account], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
+                base, pulumi.ResourceOptions(depends_on=[*classes, *account, code], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
             ),
         )
         download = Manifest(
@@ -336,7 +349,7 @@ class ModelCache(pulumi.ComponentResource):
             f"release-{spec.key}",
             release_job(spec),
             pulumi.ResourceOptions.merge(
-                base, pulumi.ResourceOptions(depends_on=[taken, *account], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
+                base, pulumi.ResourceOptions(depends_on=[taken, *account, code], custom_timeouts=awaits_beyond(RELEASE_DEADLINE_MINUTES))
             ),
         )
         self.register_outputs({"claimName": spec.mount.claim, "modelPath": spec.mount.model_path})

@@ -5,7 +5,7 @@ would be found gone by `pulumi refresh` after its release, and created again
 (a new, empty disk) by the next `pulumi up`. ``claim`` creates it unless the
 snapshot it is written for is already ready; ``release`` deletes it.
 
-Runs in the claim and release Jobs as ``python3 -c`` with only the standard
+Runs in the claim and release Jobs, shipped in a ConfigMap (components/programs.py), with only the standard
 library (the download image is a plain Python image). It speaks to the API
 server as the Jobs' service account, which may create claims, delete that one
 claim and read that one snapshot. A claim already there counts as created, one

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.model_cache import download_script
+from components.model_cache import RELEASE_CODE, download_script
+from components.programs import REPOSITORY
 from config.cache import CacheSettings
 from config.model import ModelSettings
 from config.settings import StackSettings
@@ -131,7 +132,10 @@ def test_cache_names_follow_the_model_revision_and_the_disk() -> None:
 def test_changing_the_model_rebuilds_the_cache() -> None:
     before = cache_resources(rendered("dev"))
     after = cache_resources(render_with("dev", model={"id": "Qwen/Qwen3.5-27B-FP8", "revision": "0123abc"}))
-    per_model = {k for k in before if "Class" not in k.split("::")[0]}
+    # The classes and the release program's code serve every model.
+    shared = {k for k in before if "Class" in k.split("::")[0] or k.endswith(f"::{RELEASE_CODE}")}
+    per_model = set(before) - shared
+    assert len(shared) == 3
     assert per_model and not per_model & set(after)
 
 
@@ -142,3 +146,20 @@ def test_without_a_cache_replicas_download_at_start() -> None:
     container = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][2] == "Qwen/Qwen3.5-27B-FP8"
     assert not any(v.get("name") == "HF_HUB_OFFLINE" for v in container["env"])
+
+
+def test_the_claim_and_release_jobs_run_their_program_from_a_config_map_created_first() -> None:
+    render = rendered("dev")
+    maps = {r.inputs["metadata"]["name"]: r for r in render.by_type("kubernetes:core/v1:ConfigMap")}
+    jobs = [r for r in render.by_type("kubernetes:batch/v1:Job") if r.name.startswith(("claim-", "release-"))]
+    assert len(jobs) == 2
+    for job in jobs:
+        pod = job.inputs["spec"]["template"]["spec"]
+        (volume,) = pod["volumes"]
+        (mount,) = pod["containers"][0]["volumeMounts"]
+        code = maps[volume["configMap"]["name"]]
+        # The pod may start only once the files it runs exist.
+        assert render.depends_on(job, code)
+        script = pod["containers"][0]["command"][1]
+        (item,) = (i for i in volume["configMap"]["items"] if f"{mount['mountPath']}/{i['path']}" == script)
+        assert code.inputs["data"][item["key"]] == (REPOSITORY / item["path"]).read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from components.model_cache import RELEASE_SCRIPT
+from components.model_cache import RELEASE_SOURCE, release_code
 from workloads.cache_release import claim, release
 
 CLAIMS = "/api/v1/namespaces/llm-serving/persistentvolumeclaims/"
@@ -122,10 +122,15 @@ def test_a_refusal_fails_the_job(api: str) -> None:
         release("llm-serving", "model-cache-x-writer", api=api, token="someone-else", context=None)
 
 
-def test_the_job_runs_the_script_file_as_it_is_committed(tmp_path: Path) -> None:
-    # The Job hands the file's text to `python3 -c`; it must run as a program with only the standard library.
+def test_the_job_runs_the_script_as_its_volume_lays_it_out(tmp_path: Path) -> None:
+    # The Job runs the file by its path in the ConfigMap's volume, with only the standard library.
+    code = release_code()
+    for item in code.volume()["configMap"]["items"]:
+        (tmp_path / item["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / item["path"]).write_text(code.files()[item["key"]], encoding="utf-8")
+    script = tmp_path / code.path_of(RELEASE_SOURCE).removeprefix(f"{code.root}/")
     completed = subprocess.run(
-        [sys.executable, "-I", "-c", RELEASE_SCRIPT, "release", "llm-serving", "model-cache-x-writer"],
+        [sys.executable, "-I", str(script), "release", "llm-serving", "model-cache-x-writer"],
         capture_output=True,
         text=True,
         timeout=60,
