@@ -25,6 +25,7 @@ from components.options import child_options
 from components.programs import Program, program
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
+from plan.naming import NAME_LABEL
 from plan.stack import BatchSpec
 from workloads.batch import layout
 
@@ -102,7 +103,7 @@ def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleR
 
 
 def runner_labels() -> dict[str, str]:
-    return {"app.kubernetes.io/name": RUNNER}
+    return {NAME_LABEL: RUNNER}
 
 
 def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 from components.options import child_options
 from facts import vllm
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
+from plan.naming import NAME_LABEL, REPLICAS
 from plan.stack import ObservabilitySpec
 from workloads.batch import layout
 
@@ -155,7 +156,7 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
             f" and on() sum(changes({AVAILABLE}{{{_deployment(spec)}}}[{stuck}])) == 0"
             f" and on() sum(changes({DESIRED}{{{_deployment(spec)}}}[{stuck}])) == 0",
             f"Fewer replicas are available than the Deployment asks for, with no progress for {spec.cold_start_minutes} minutes.",
-            "kubectl -n NAMESPACE describe pods -l app.kubernetes.io/name=vllm: Pending means no A4 capacity; "
+            f"kubectl -n NAMESPACE describe pods -l {NAME_LABEL}={REPLICAS}: Pending means no A4 capacity; "
             "CrashLoopBackOff means read the vLLM log.",
         ),
         Alert(
@@ -188,7 +189,7 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
                 "batch-stalled",
                 f"{waiting} > 0 and on() {in_flight} == 0 and on() {available} > 0",
                 "Batch files wait under input/ and replicas are up, but no batch request is in flight: the replicas bill for nothing.",
-                "kubectl -n NAMESPACE get pods -l app.kubernetes.io/name=batch-runner; kubectl -n NAMESPACE logs deploy/batch-runner. "
+                f"kubectl -n NAMESPACE get pods -l {NAME_LABEL}={layout.RUNNER}; kubectl -n NAMESPACE logs deploy/{layout.RUNNER}. "
                 "A pod not starting or crash-looping names its cause there.",
             ),
             Alert(

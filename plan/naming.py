@@ -16,6 +16,8 @@ from facts.gcp import bucket_name_problem
 
 # The Deployment, Service and PodMonitoring of the replicas, and the container of each pod.
 REPLICAS = "vllm"
+# The recommended labels that name an app and its instance: pods are picked by them (selector_labels).
+NAME_LABEL, INSTANCE_LABEL = "app.kubernetes.io/name", "app.kubernetes.io/instance"
 # The labels every labelled resource carries; a stack's own labels may not replace them.
 APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL = "app", "managed-by", "stack"
 PROGRAM_LABELS = (APP_LABEL, MANAGED_BY_LABEL, STACK_LABEL)
@@ -39,7 +41,7 @@ def stack_labels(stack: str, own: Mapping[str, str]) -> dict[str, str]:
 
 def selector_labels(stack: str) -> dict[str, str]:
     """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
-    return {"app.kubernetes.io/name": REPLICAS, "app.kubernetes.io/instance": stack}
+    return {NAME_LABEL: REPLICAS, INSTANCE_LABEL: stack}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Any
 
 import promql_parser
@@ -11,13 +13,15 @@ import pytest
 from components.observability import alerts
 from config.problems import StackConfigError
 from config.settings import StackSettings
+from plan import naming
 from plan.stack import plan_stack
-from render.engine import Render, reveal
+from render.engine import PROJECT_ROOT, Render, reveal
 from render.promql import PromQLError, check_monitoring, metric_names, problems
 from tests.conftest import STACKS, render_with, rendered
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 CHANNEL = "projects/llm-serving-prod/notificationChannels/123456"
 
 
@@ -198,3 +202,28 @@ def test_a_stalled_batch_and_a_failing_trigger_each_have_an_alert_quiet_otherwis
     monitoring = render.one("kubernetes:monitoring.googleapis.com/v1:PodMonitoring", "keda-operator").inputs
     assert monitoring["spec"]["selector"]["matchLabels"] == {"app": "keda-operator"}
     assert [endpoint["port"] for endpoint in monitoring["spec"]["endpoints"]] == ["metrics"]
+
+
+def _selected(action: str) -> dict[str, str]:
+    """The labels the alert's `kubectl ... pods -l name=value` picks pods by."""
+    (selector,) = re.findall(r"pods -l (\S+?)[:;]", action)
+    return dict(pair.split("=") for pair in selector.split(","))
+
+
+def test_what_an_alert_tells_an_operator_to_run_picks_the_stacks_pods() -> None:
+    render = rendered("batch")
+    actions = {r.name: r.inputs["documentation"]["content"] for r in render.by_type(ALERT)}
+    pods = {r.inputs["metadata"]["name"]: r.inputs["spec"]["template"]["metadata"]["labels"] for r in render.by_type(DEPLOYMENT)}
+    for alert, deployment in (("replicas-not-ready", "vllm"), ("batch-stalled", "batch-runner")):
+        selected = _selected(actions[alert])
+        assert selected.items() <= pods[deployment].items(), (alert, selected)
+        others = [name for name, labels in pods.items() if name != deployment and selected.items() <= labels.items()]
+        assert others == [], alert
+
+
+def test_no_component_spells_a_label_the_plan_names() -> None:
+    # Spelt once, in plan/naming.py: a literal elsewhere (an alert's kubectl hint) would drift from the pods' labels.
+    for module in (PROJECT_ROOT / "components").glob("*.py"):
+        tree = ast.parse(module.read_text())
+        texts = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        assert [text for text in texts if naming.NAME_LABEL in text] == [], module.name
