@@ -22,6 +22,29 @@ class ImageReference:
         return bool(self.digest or (self.tag and self.tag != "latest"))
 
 
+# A name's registry host, as distribution/reference (v0.6.0, normalize.go: splitDockerDomain) splits it:
+# the first component is a host only when it holds '.' or ':', is "localhost" or has capitals (a path may
+# not); any other name is Docker Hub's, whose older host name is index.docker.io and whose official
+# images live under library/.
+DOCKER_HUB = "docker.io"
+_LEGACY_DOCKER_HUB = "index.docker.io"
+_OFFICIAL = "library/"
+
+
+def split_host(image: str) -> tuple[str, str]:
+    """The registry host of ``image`` and its path (with tag or digest) on that host."""
+    first, slash, rest = image.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
+        host, path = first, rest
+    else:
+        host, path = DOCKER_HUB, image
+    if host == _LEGACY_DOCKER_HUB:
+        host = DOCKER_HUB
+    if host == DOCKER_HUB and "/" not in path:
+        path = f"{_OFFICIAL}{path}"
+    return host, path
+
+
 def parse(image: str) -> ImageReference | None:
     """The tag and digest of ``image``, or None when it is not an image reference."""
     match = _REFERENCE.match(image)

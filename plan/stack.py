@@ -22,7 +22,7 @@ from config.model import ModelSettings
 from config.serving import ServingProfile
 from config.settings import StackSettings
 from config.workload import WorkloadSettings
-from facts import gke
+from facts import gke, images
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
 from plan.batch_sizing import runner_workers
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
@@ -127,10 +127,10 @@ class CredentialsSpec:
 
 
 # The upstream registries the stack mirrors, by host, and the remote repository of each.
-UPSTREAMS = {"docker.io": "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+UPSTREAMS = {images.DOCKER_HUB: "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
 
 
-def registry_prefix(settings: StackSettings, host: str = "docker.io") -> str | None:
+def registry_prefix(settings: StackSettings, host: str = images.DOCKER_HUB) -> str | None:
     """Where the stack's Artifact Registry remote repository serves ``host``'s images, if it has one."""
     if not settings.registry.enabled:
         return None
@@ -140,12 +140,9 @@ def registry_prefix(settings: StackSettings, host: str = "docker.io") -> str | N
 def pulled_from(image: str, settings: StackSettings) -> str:
     """An image as the nodes pull it: through the remote repository of its registry when there is one.
 
-    Docker Hub names have no host (``library/`` for official images); other hosts are mirrored
-    when listed in UPSTREAMS, else the image stays as it is.
+    Hosts listed in UPSTREAMS are mirrored, else the image stays as it is.
     """
-    first, _, rest = image.partition("/")
-    names_host = bool(rest) and ("." in first or ":" in first or first == "localhost")
-    host, path = (first, rest) if names_host else ("docker.io", image if rest else f"library/{image}")
+    host, path = images.split_host(image)
     prefix = registry_prefix(settings, host) if host in UPSTREAMS else None
     return f"{prefix}/{path}" if prefix else image
 

@@ -102,6 +102,11 @@ def test_images_are_mirrored_by_their_registry_and_others_stay_where_they_are() 
     assert pulled_from("ghcr.io/org/image:1", settings) == f"{mirror}/ghcr-io/org/image:1"
     assert pulled_from("quay.io/org/image:1", settings) == "quay.io/org/image:1"
     assert pulled_from("localhost:5000/image:1", settings) == "localhost:5000/image:1"
+    # Docker Hub named by its host, or its older one: official images still live under library/.
+    assert pulled_from("docker.io/python:3.12", settings) == f"{mirror}/docker-hub/library/python:3.12"
+    assert pulled_from("index.docker.io/vllm/vllm-openai:v1", settings) == f"{mirror}/docker-hub/vllm/vllm-openai:v1"
+    # A first component with capitals is a host (a path may hold none), never a Docker Hub user.
+    assert pulled_from("Registry/image:1", settings) == "Registry/image:1"
     direct = StackSettings.model_validate({"project": "example-project", "registry": {"enabled": False}})
     assert pulled_from("python:3.12", direct) == "python:3.12"
 
