@@ -24,10 +24,9 @@ from plan.stack import plan_stack
 stack = load()
 for warning in stack.warnings:
     pulumi.log.warn(warning)
-settings = stack.settings
-specs = plan_stack(settings, stack.name)
+specs = plan_stack(stack.settings, stack.name)
 
-gcp_provider = gcp.Provider("gcp", project=settings.project, region=settings.region, zone=settings.zone)
+gcp_provider = gcp.Provider("gcp", project=specs.provider.project, region=specs.provider.region, zone=specs.provider.zone)
 on_gcp = pulumi.ResourceOptions(providers=[gcp_provider])
 
 # The APIs follow from the components the plan registers; the render checks each resource against them.
@@ -157,19 +156,8 @@ if specs.observability:
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)
-pulumi.export("region", settings.region)
-# The vLLM release the replicas run, whose facts the flags and metric names were checked against.
-pulumi.export("vllmVersion", settings.serving.release)
+pulumi.export("region", specs.outputs.region)
+pulumi.export("vllmVersion", specs.outputs.vllm_version)
 pulumi.export("serviceUrl", replicas.url)
-pulumi.export(
-    "serving",
-    {
-        "nodes": settings.nodes,
-        "gpus": settings.nodes * settings.serving.data_parallel_size,
-        "capacity": settings.capacity.mode,
-        "routing": settings.routing,
-        "model": f"{settings.model.id}@{settings.model.revision}",
-        "image": settings.serving.image,
-    },
-)
+pulumi.export("serving", specs.outputs.serving)
 pulumi.export("estimates", specs.estimate.as_output())

@@ -582,8 +582,29 @@ class ObservabilitySpec:
 
 
 @dataclass(frozen=True)
+class ProviderSpec:
+    """The Google provider's defaults: where the stack's Google resources go."""
+
+    project: str
+    region: str
+    zone: str
+
+
+@dataclass(frozen=True)
+class OutputsSpec:
+    """The stack outputs that restate its configuration for operators and scripts."""
+
+    region: str
+    # The vLLM release the replicas run, whose facts the flags and metric names were checked against.
+    vllm_version: str
+    serving: dict[str, str | int]
+
+
+@dataclass(frozen=True)
 class StackPlan:
     labels: dict[str, str]
+    provider: ProviderSpec
+    outputs: OutputsSpec
     scaled_to_zero: bool
     # Production stacks protect what holds state (cluster, network, cache): `pulumi destroy` stops before deleting anything.
     protect_state: bool
@@ -802,6 +823,19 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     )
     return StackPlan(
         labels=labels,
+        provider=ProviderSpec(settings.project, settings.region, settings.zone),
+        outputs=OutputsSpec(
+            region=settings.region,
+            vllm_version=settings.serving.release,
+            serving={
+                "nodes": settings.nodes,
+                "gpus": settings.nodes * settings.serving.data_parallel_size,
+                "capacity": settings.capacity.mode,
+                "routing": settings.routing,
+                "model": f"{settings.model.id}@{settings.model.revision}",
+                "image": settings.serving.image,
+            },
+        ),
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
         estimate=figures,

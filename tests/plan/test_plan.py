@@ -121,3 +121,17 @@ def test_every_spec_carries_the_stack_labels() -> None:
     assert stack.cache is not None and stack.gateway is not None and stack.benchmark is not None
     labelled = (stack.capacity.labels, stack.replicas.labels, stack.cache.labels, stack.gateway.labels, stack.benchmark.labels)
     assert all(labels == stack.labels for labels in labelled)
+
+
+def test_the_composition_root_hands_the_settings_only_to_the_plan() -> None:
+    # The provider and the outputs compose from specs, like the components: settings reach nothing past plan_stack.
+    tree = ast.parse((PROJECT_ROOT / "__main__.py").read_text())
+    read: list[ast.expr] = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "settings"]
+    read += [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "settings"]
+    planned = [
+        argument
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "plan_stack"
+        for argument in call.args
+    ]
+    assert planned and all(node in planned for node in read), [ast.unparse(node) for node in read if node not in planned]
