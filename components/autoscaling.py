@@ -22,8 +22,8 @@ import pulumi_kubernetes as k8s
 from components.manifests import Manifest, scale_fallback
 from components.options import child_options
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
+from facts.naming import KEDA_NAMESPACE
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
-from plan.naming import KEDA_NAMESPACE
 from plan.stack import AutoscalingSpec
 from workloads.batch import layout
 

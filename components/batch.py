@@ -25,7 +25,7 @@ from components.options import child_options
 from components.programs import Program, program
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
-from plan.naming import NAME_LABEL
+from facts.naming import NAME_LABEL
 from plan.stack import BatchSpec
 from workloads.batch import layout
 

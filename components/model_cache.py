@@ -25,7 +25,7 @@ from components.manifests import Manifest, guaranteed
 from components.options import awaits_beyond, child_options
 from components.programs import Program, program
 from facts import gke
-from plan.naming import MODEL_CACHE_PREFIX
+from facts.naming import MODEL_CACHE_PREFIX
 from plan.stack import CacheSpec
 
 CSI_DRIVER = "pd.csi.storage.gke.io"

@@ -17,8 +17,8 @@ import pulumi_gcp as gcp
 
 from components.options import child_options
 from facts import vllm
+from facts.naming import NAME_LABEL, REPLICAS
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
-from plan.naming import NAME_LABEL, REPLICAS
 from plan.stack import ObservabilitySpec
 from workloads.batch import layout
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from config.problems import StackConfigError, describe
 from config.settings import StackSettings, known_keys
-from plan.naming import stack_labels
+from facts.naming import stack_labels
 
 # Config keys that hold credentials. They never enter the settings model, so
 # they cannot leak into a plan, an output or a rendered file.

@@ -32,14 +32,14 @@ from config.rollout import RolloutSettings
 from config.section import ConfigBool, Section, project_id
 from config.serving import ServingProfile
 from config.workload import WorkloadSettings
+
+# Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
+from facts.batch_sizing import runner_workers
 from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
 from facts.kubernetes import quantity
+from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS
 from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
-
-# Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
-from plan.batch_sizing import runner_workers
-from plan.naming import KEDA_NAMESPACE, PROGRAM_LABELS
 
 # Valid for both GCP and Kubernetes: alphanumeric at both ends.
 _LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")
@@ -276,7 +276,7 @@ class StackSettings(Section):
             )
 
     def _runner_fits_general_purpose(self) -> None:
-        """The batch runner is a general-purpose pod of runnerCpu and runnerMemory times its workers (plan/batch_sizing.py)."""
+        """The batch runner is a general-purpose pod of runnerCpu and runnerMemory times its workers (facts/batch_sizing.py)."""
         if not self.batch.enabled or not self.autoscaling.enabled:
             return
         workers = runner_workers(max(self.max_replicas, 1))

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from plan.naming import REPLICAS
+from facts.naming import REPLICAS
 from workloads.cold_start.phases import MeasureError, against_expected, measure
 
 

@@ -23,11 +23,11 @@ from config.serving import ServingProfile
 from config.settings import StackSettings
 from config.workload import WorkloadSettings
 from facts import gke, images
+from facts.batch_sizing import runner_workers
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
-from plan.batch_sizing import runner_workers
+from facts.naming import REPLICAS, CacheNames, batch_bucket_name, cache_names, compile_cache_bucket, selector_labels, stack_labels
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
 from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
-from plan.naming import REPLICAS, CacheNames, batch_bucket_name, cache_names, compile_cache_bucket, selector_labels, stack_labels
 
 # The ComputeClass of fallback mode.
 FALLBACK_CLASS = "a4-fallback"

@@ -8,7 +8,7 @@ wires the rules into a policy pack, and the tests run them over the offline
 render of every stack.
 
 GKE's label keys and one A4 node's facts come from ``facts/gke.py``, the program's
-labels and the model cache's names from ``plan/naming.py``: the one place the
+labels and the model cache's names from ``facts/naming.py``: the one place the
 program keeps each; the pack runs in the project's environment with
 the project root on its path (``policy/__main__.py``). A mistake there is not
 left to agree with itself: the render checks the same keys against Autopilot's
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from facts import gke
-from plan.naming import MODEL_CACHE_PREFIX, MODEL_CACHE_WRITER_SUFFIX, PROGRAM_LABELS
+from facts.naming import MODEL_CACHE_PREFIX, MODEL_CACHE_WRITER_SUFFIX, PROGRAM_LABELS
 
 # a4-highgpu-8g, and any other shape of the A4 family.
 A4_MACHINE_PREFIX = f"{gke.A4_MACHINE_FAMILY}-"

@@ -15,7 +15,7 @@ from config.serving import MANAGED_FLAGS
 from config.settings import known_keys
 from facts.gcp import PROJECT_RESTRICTED, bucket_name_problem
 from facts.gke import B200_MIN_MINOR
-from plan.naming import PROGRAM_LABELS
+from facts.naming import PROGRAM_LABELS
 from render.engine import Render, render_stack
 from render.validation import validate_render
 

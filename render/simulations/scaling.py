@@ -38,8 +38,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from facts.naming import REPLICAS
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
-from plan.naming import REPLICAS
 from render.engine import Render
 from render.promql import metric_names
 from workloads.batch import layout

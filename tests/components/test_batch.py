@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from config.problems import StackConfigError
-from plan.batch_sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
+from facts.batch_sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
 from render.engine import Render, render_stack, reveal
 from render.lifecycle import destroy
 from render.promql import check_monitoring

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from facts.naming import compile_cache_bucket
 from plan.cold_start_estimate import compile_cache_enabled
-from plan.naming import compile_cache_bucket
 from tests.conftest import render_with, rendered
 
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"

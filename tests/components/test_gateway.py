@@ -10,7 +10,7 @@ import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
 from config.settings import StackSettings
-from plan.naming import selector_labels
+from facts.naming import selector_labels
 from plan.stack import GatewaySpec, plan_stack
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan

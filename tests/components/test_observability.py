@@ -13,7 +13,7 @@ import pytest
 from components.observability import alerts
 from config.problems import StackConfigError
 from config.settings import StackSettings
-from plan import naming
+from facts import naming
 from plan.stack import plan_stack
 from render.engine import PROJECT_ROOT, Render, reveal
 from render.promql import PromQLError, check_monitoring, metric_names, problems
@@ -222,7 +222,7 @@ def test_what_an_alert_tells_an_operator_to_run_picks_the_stacks_pods() -> None:
 
 
 def test_no_component_spells_a_label_the_plan_names() -> None:
-    # Spelt once, in plan/naming.py: a literal elsewhere (an alert's kubectl hint) would drift from the pods' labels.
+    # Spelt once, in facts/naming.py: a literal elsewhere (an alert's kubectl hint) would drift from the pods' labels.
     for module in (PROJECT_ROOT / "components").glob("*.py"):
         tree = ast.parse(module.read_text())
         texts = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]

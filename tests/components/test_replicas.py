@@ -8,8 +8,8 @@ import pytest
 
 from components.replicas import engine_args
 from config.serving import ServingProfile
+from facts.naming import selector_labels
 from facts.vllm import DEFAULT_RELEASE, facts
-from plan.naming import selector_labels
 from plan.stack import engine_profile
 from render.engine import Render, Secret, render_stack
 from tests.conftest import render_with, rendered

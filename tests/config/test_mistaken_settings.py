@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from plan.naming import batch_bucket_name, compile_cache_bucket
+from facts.naming import batch_bucket_name, compile_cache_bucket
 from render.validation import validate_render
 from tests.config.test_platform_rules import refusal, with_changes
 from tests.conftest import render_with, stack_file_config
@@ -24,7 +24,7 @@ def calendar(nodes: int) -> dict[str, Any]:
 
 
 BATCH = {"autoscaling": {"enabled": True, "minReplicas": 0, "maxReplicas": 4}, "batch": {"enabled": True}}
-# Up to 40 replicas: the runner pod runs 8 workers (plan/batch_sizing.py).
+# Up to 40 replicas: the runner pod runs 8 workers (facts/batch_sizing.py).
 WIDE_BATCH = {"autoscaling": {"enabled": True, "minReplicas": 0, "maxReplicas": 40}, "batch": {"enabled": True}}
 
 REFUSED: list[tuple[str, str, dict[str, Any], list[str]]] = [

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pytest
 from pydantic import BaseModel
 
 from config.settings import StackSettings
@@ -85,7 +86,7 @@ def test_every_component_takes_a_spec_from_the_plan() -> None:
 
 def test_the_estimates_read_what_the_plan_built_not_the_settings() -> None:
     # The plan is computed once, in one direction: settings -> plan_stack -> estimates, never back.
-    for name in ("estimates", "cold_start_estimate", "batch_sizing"):
+    for name in ("estimates", "cold_start_estimate"):
         path = PROJECT_ROOT / "plan" / f"{name}.py"
         back = {m for m in imported_modules(path) if m.split(".")[0] == "config" or m == "plan.stack"}
         assert back == set(), f"plan/{name}.py imports {sorted(back)}"
@@ -135,3 +136,14 @@ def test_the_composition_root_hands_the_settings_only_to_the_plan() -> None:
         for argument in call.args
     ]
     assert planned and all(node in planned for node in read), [ast.unparse(node) for node in read if node not in planned]
+
+
+LAYERS = ("facts", "config", "plan", "components")
+
+
+@pytest.mark.parametrize("layer", LAYERS[:-1])
+def test_imports_flow_from_facts_to_config_to_plan_to_components_never_back(layer: str) -> None:
+    above = LAYERS[LAYERS.index(layer) + 1 :]
+    for path in sorted((PROJECT_ROOT / layer).rglob("*.py")):
+        back = {m for m in imported_modules(path) if m.split(".")[0] in above}
+        assert back == set(), f"{path.relative_to(PROJECT_ROOT)} imports {sorted(back)}"

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import policy.rules
-from facts import gke
-from plan import naming
+from facts import gke, naming
 from render.engine import PROJECT_ROOT
 
 
@@ -44,7 +43,7 @@ def test_the_check_finds_a_restated_fact() -> None:
     ]
 
 
-@pytest.mark.parametrize("home", [gke, naming], ids=["facts/gke.py", "plan/naming.py"])
+@pytest.mark.parametrize("home", [gke, naming], ids=["facts/gke.py", "facts/naming.py"])
 def test_the_guardrails_restate_none_of_the_programs_facts(home: types.ModuleType) -> None:
     assert _restated(Path(policy.rules.__file__).read_text(), home) == []
 

@@ -15,7 +15,7 @@ import pytest
 from components.gateway import GATEWAY_CLASSES
 from config import settings
 from config.loading import Stack, StackSecrets
-from plan.naming import PROGRAM_LABELS
+from facts.naming import PROGRAM_LABELS
 from plan.stack import plan_stack
 from policy.rules import (
     ALLOW_OPEN_CONTROL_PLANE,

@@ -46,4 +46,4 @@ WAITING_FILES: Final = "batch_waiting_files"  # gauge: inputs not yet claimed
 ENV_IDLE_TAIL_SECONDS: Final = "IDLE_TAIL_SECONDS"
 # From SIGTERM to handing the claim back: the pod's grace period less time to write and exit.
 ENV_DRAIN_SECONDS: Final = "DRAIN_SECONDS"
-ENV_WORKERS: Final = "RUNNER_WORKERS"  # worker processes in one runner pod (plan.batch_sizing.runner_workers)
+ENV_WORKERS: Final = "RUNNER_WORKERS"  # worker processes in one runner pod (facts.batch_sizing.runner_workers)

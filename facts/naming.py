@@ -1,8 +1,8 @@
 """The program's own names: the labels it puts on what it registers and the names it derives.
 
 The settings (which refuse a stack label that would replace the program's), the plan and the
-policy pack (policy/rules.py) all read them here. Nothing here imports the settings, so each
-of them may import it.
+policy pack (policy/rules.py) all read them here, in facts/ (the layer below the settings) so
+that imports flow config -> plan and never back.
 """
 
 from __future__ import annotations
