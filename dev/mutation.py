@@ -39,8 +39,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/awaits.py": ("tests/render/test_awaits.py",),
     "render/refresh.py": ("tests/render/test_refresh_rules.py",),
     "components/capacity.py": ("tests/components/test_capacity_rules.py",),
-    "plan/naming.py": ("tests/plan/test_naming.py",),
-    "plan/batch_sizing.py": ("tests/plan/test_batch_sizing.py",),
+    "facts/naming.py": ("tests/facts/test_naming.py",),
+    "facts/batch_sizing.py": ("tests/facts/test_batch_sizing.py",),
     "render/promql.py": ("tests/render/test_promql.py",),
     "config/cron.py": ("tests/config/test_cron.py",),
 }

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from plan.naming import (
+from facts.naming import (
     BUCKET_NAME_LENGTH,
     batch_bucket_name,
     cache_names,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from plan.batch_sizing import HEADROOM, REQUESTS_PER_SECOND_PER_REPLICA, REQUESTS_PER_SECOND_PER_WORKER, runner_workers
+from facts.batch_sizing import HEADROOM, REQUESTS_PER_SECOND_PER_REPLICA, REQUESTS_PER_SECOND_PER_WORKER, runner_workers
 
 
 @pytest.mark.parametrize("replicas", [1, 2, 12, 40, 100])
