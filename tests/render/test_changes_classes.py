@@ -12,6 +12,7 @@ import pytest
 
 from render.changes import Change, changed_paths, changes, read_records, records, render_changes, summary, write_records
 from render.engine import Registration, Render, Secret
+from tests.render.registrations import registration as plain_registration
 
 POD = "kubernetes:core/v1:Pod"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -193,22 +194,15 @@ def test_a_change_line_shows_the_action_the_resource_the_pod_roll_and_why() -> N
 
 
 def registration(type_: str, name: str, inputs: dict[str, Any], *, custom: bool = True, remote: bool = False) -> Registration:
-    return Registration(
-        urn=f"urn:pulumi:dev::llm-serving::{type_}::{name}",
-        type=type_,
-        name=name,
+    return plain_registration(
+        type_,
+        name,
+        inputs,
         custom=custom,
         remote=remote,
-        inputs=inputs,
-        parent="",
-        provider="",
-        dependencies=(),
-        custom_timeouts={},
         protect=name == "protected",
-        retain_on_delete=False,
         ignore_changes=("spec.replicas",),
         replace_on_changes=("spec.selector",),
-        delete_before_replace=False,
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from render.cluster_model import ClusterModelError, Sourced, check_cluster, cluster_objects, made_at_runtime, problems
 from render.engine import Registration, Render, Secret
+from tests.render.registrations import registration as plain_registration
 
 NS = "llm"
 LABELS = {"app.kubernetes.io/name": "vllm"}
@@ -259,24 +260,7 @@ def test_a_secret_an_operator_writes_at_runtime_counts_as_made() -> None:
 
 def registration(inputs: dict[str, Any]) -> Registration:
     type_ = f"kubernetes:core/{inputs['apiVersion']}:{inputs['kind']}"
-    name = inputs["metadata"]["name"]
-    return Registration(
-        urn=f"urn:pulumi:dev::p::{type_}::{name}",
-        type=type_,
-        name=name,
-        custom=True,
-        remote=False,
-        inputs=inputs,
-        parent="",
-        provider="",
-        dependencies=(),
-        custom_timeouts={},
-        protect=False,
-        retain_on_delete=False,
-        ignore_changes=(),
-        replace_on_changes=(),
-        delete_before_replace=False,
-    )
+    return plain_registration(type_, inputs["metadata"]["name"], inputs, stack="dev::p")
 
 
 def test_cluster_objects_are_the_programs_manifests_then_the_charts() -> None:

@@ -21,6 +21,7 @@ from render.promql import (
     stack_queries,
 )
 from render.sdk import Registration
+from tests.render.registrations import registration as plain_registration
 
 OTHER_RELEASE = "0.26.0"
 
@@ -60,23 +61,7 @@ def test_each_unknown_metric_is_a_problem_in_name_order_with_the_release_read() 
 
 
 def registration(type_: str, name: str, inputs: dict[str, Any]) -> Registration:
-    return Registration(
-        urn=f"urn:pulumi:dev::llm::{type_}::{name}",
-        type=type_,
-        name=name,
-        custom=True,
-        remote=False,
-        inputs=inputs,
-        parent="",
-        provider="",
-        dependencies=(),
-        custom_timeouts={},
-        protect=False,
-        retain_on_delete=False,
-        ignore_changes=(),
-        replace_on_changes=(),
-        delete_before_replace=False,
-    )
+    return plain_registration(type_, name, inputs, stack="dev::llm")
 
 
 def tile(title: str, *queries: str) -> dict[str, Any]:

@@ -8,29 +8,15 @@ import pytest
 
 from render.engine import Registration, Render
 from render.refresh import CONTROLLER_VALUE, RefreshError, check_refresh, drift, refresh_text, refresh_then_up
+from tests.render.registrations import registration
 
 NS = "llm"
 
 
 def obj(kind: str, name: str, namespace: str | None = NS, api: str = "v1", ignore: tuple[str, ...] = (), **rest: Any) -> Registration:
     metadata: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return Registration(
-        urn=f"urn:pulumi:t::p::kubernetes:{api}:{kind}::{name}",
-        type=f"kubernetes:{api}:{kind}",
-        name=name,
-        custom=True,
-        remote=False,
-        inputs={"apiVersion": api, "kind": kind, "metadata": metadata, **rest},
-        parent="",
-        provider="",
-        dependencies=(),
-        custom_timeouts={},
-        protect=False,
-        retain_on_delete=False,
-        ignore_changes=ignore,
-        replace_on_changes=(),
-        delete_before_replace=False,
-    )
+    inputs = {"apiVersion": api, "kind": kind, "metadata": metadata, **rest}
+    return registration(f"kubernetes:{api}:{kind}", name, inputs, stack="t::p", ignore_changes=ignore)
 
 
 def job(name: str, account: str = "worker", namespace: str = NS, **spec: Any) -> Registration:
