@@ -15,7 +15,16 @@ from typing import Any
 import pytest
 
 from config.settings import StackSettings
-from plan.stack import CompileCacheMount, StackPlan, plan_stack
+from plan.stack import (
+    CompileCacheMount,
+    FutureReservation,
+    Maintenance,
+    MaintenanceExclusion,
+    MaintenanceWindow,
+    Reservation,
+    StackPlan,
+    plan_stack,
+)
 
 PROJECT = "example-project"  # 15 characters: the bucket-name boundaries below count on it
 MIRROR = f"europe-west4-docker.pkg.dev/{PROJECT}/docker-hub"
@@ -293,3 +302,55 @@ def test_the_cold_start_is_a_wake_to_the_most_replicas_at_the_stacks_node_price(
 
 def test_a_stack_that_never_serves_expects_no_cold_start() -> None:
     assert plan(nodes=0).estimate.cold_start is None
+
+
+def test_the_maintenance_window_and_each_exclusion_reach_the_cluster_with_gkes_scope_names() -> None:
+    exclusions = [
+        {"name": "batch-week", "startTime": "2026-02-01T00:00:00Z", "endTime": "2026-02-08T00:00:00Z"},
+        {"name": "freeze", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-10T00:00:00Z", "scope": "no-upgrades"},
+    ]
+    maintenance = plan(cluster={"maintenance": {"window": WINDOW, "exclusions": exclusions}}).cluster.maintenance
+    assert maintenance.window == MaintenanceWindow(WINDOW["startTime"], WINDOW["endTime"], WINDOW["recurrence"])
+    assert maintenance.exclusions == (
+        MaintenanceExclusion("batch-week", "2026-02-01T00:00:00Z", "2026-02-08T00:00:00Z", "NO_MINOR_OR_NODE_UPGRADES"),
+        MaintenanceExclusion("freeze", "2026-03-01T00:00:00Z", "2026-03-10T00:00:00Z", "NO_UPGRADES"),
+    )
+    assert plan().cluster.maintenance == Maintenance(None, ())
+
+
+def test_the_capacity_spec_carries_the_steps_the_reservation_and_the_calendar_request() -> None:
+    create = {"name": "a4-calendar", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 4}
+    capacity = plan(
+        capacity={
+            "mode": "fallback",
+            "fallback": ["reservation", "spot"],
+            "reservation": {"name": "a4-calendar", "project": "shared-capacity", "create": create},
+        },
+    ).capacity
+    assert (capacity.mode, capacity.steps) == ("fallback", ("reservation", "spot"))
+    assert capacity.reservation == Reservation("a4-calendar", "shared-capacity")
+    assert capacity.future_reservation == FutureReservation("a4-calendar", "2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z", 4)
+    spot = plan(capacity={"mode": "spot"}).capacity
+    assert (spot.steps, spot.reservation, spot.future_reservation) == (("spot",), None, None)
+
+
+def test_the_benchmark_spec_carries_the_benchmark_and_workload_settings() -> None:
+    bench = {
+        "enabled": True,
+        "run": 3,
+        "clientsPerNode": 4,
+        "concurrencyPerClient": 256,
+        "promptsPerClient": 999,
+        "machineType": "c4-standard-32",
+    }
+    spec = plan(
+        nodes=2,
+        benchmark=bench,
+        workload={"inputTokens": 1000, "outputTokens": 300, "rangeRatio": 0.25},
+        model={"id": "Qwen/Qwen3-8B", "servedName": "chat"},
+    ).benchmark
+    assert spec is not None
+    assert (spec.run, spec.clients_per_node, spec.concurrency_per_client, spec.prompts_per_client) == (3, 4, 256, 999)
+    assert spec.machine_type == "c4-standard-32"
+    assert (spec.input_tokens, spec.output_tokens, spec.range_ratio) == (1000, 300, 0.25)
+    assert (spec.served_name, spec.model_id, spec.nodes) == ("chat", "Qwen/Qwen3-8B", 2)
