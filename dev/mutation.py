@@ -79,6 +79,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "plan.estimates.x_cost_per_hour", "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
     ),
+    Equivalent("config.cron.x_schedule", "strict=None", "the number of fields was checked equal to FIELDS' just before"),
+    Equivalent("config.cron.x_schedule", "strict=False", "the number of fields was checked equal to FIELDS' just before"),
+    Equivalent("config.cron.x_schedule", "zip(fields, FIELDS, )", "the number of fields was checked equal to FIELDS' just before"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

@@ -27,6 +27,7 @@ def test_five_fields_each_read_with_whether_it_was_a_star() -> None:
         ("1,5,,10 * * * *", 0, (frozenset({1, 5, 10}), False)),
         ("*/15 * * * *", 0, (frozenset({0, 15, 30, 45}), False)),
         ("*/1 * * * *", 0, (frozenset(range(60)), True)),
+        ("*/2 * * * *", 0, (frozenset(range(0, 60, 2)), False)),
         ("* * ? * *", 2, (EVERY_DAY, True)),
         ("*-5 * * * *", 0, (frozenset(range(60)), True)),
         ("10-20/5 * * * *", 0, (frozenset({10, 15, 20}), False)),
@@ -63,6 +64,7 @@ def test_each_form_of_a_field_matches_what_the_parser_matches(expression: str, f
         ("0 0 * * 7", "is out of range in '7': the day of week takes 0-6 or names such as sun, mon, tue"),
         ("0 0 * * 5-7", "is out of range in '5-7': the day of week takes 0-6 or names such as sun, mon, tue"),
         ("20-10 * * * *", "has a range that ends before it starts: '20-10'"),
+        ("0-x * * * *", "has 'x' in '0-x', which KEDA's parser does not take: the minute takes 0-59 (no L, W or #)"),
         ("*/0 * * * *", "has a step of 0 in '*/0'"),
         ("0 0 L * *", "has 'L' in 'L', which KEDA's parser does not take: the day of month takes 1-31 (no L, W or #)"),
         ("*/x * * * *", "has 'x' in '*/x', which KEDA's parser does not take: a step is a whole number (no L, W or #)"),
@@ -80,3 +82,16 @@ def test_what_the_parser_refuses_is_refused_saying_why(expression: str, message:
     with pytest.raises(CronError) as caught:
         schedule(expression)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("60 * * * *", "is out of range in '60': the minute takes 0-59"),
+        ("0 0 * 0 *", "is out of range in '0': the month takes 1-12 or names such as jan, feb, mar"),
+    ],
+)
+def test_an_out_of_range_value_names_the_fields_range_and_only_a_named_fields_first_names(expression: str, message: str) -> None:
+    with pytest.raises(CronError) as caught:
+        schedule(expression)
+    assert str(caught.value) == message
