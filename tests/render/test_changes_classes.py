@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from render.changes import Change, changed_paths, changes, read_records, records, render_changes, summary, write_records
+from render.chart import ChartObject
 from render.engine import Registration, Render, Secret
 from tests.render.registrations import registration as plain_registration
 
@@ -225,6 +226,44 @@ def test_records_keep_resources_and_remote_components_without_the_stack_name_and
     assert (secret["type"], secret["name"], secret["protect"]) == ("kubernetes:core/v1:Secret", "protected", True)
     assert (secret["ignoreChanges"], secret["replaceOnChanges"]) == (["spec.replicas"], ["spec.selector"])
     assert found[1]["protect"] is False
+
+
+def test_each_charts_object_is_a_record_of_its_own_keyed_by_chart_kind_namespace_and_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = [
+        ChartObject("keda", "keda", {"kind": "Deployment", "metadata": {"name": "keda-operator", "namespace": "keda"}, "spec": {}}),
+        ChartObject("keda", "keda", {"kind": "ClusterRole", "metadata": {"name": "keda-operator"}, "rules": []}),
+        ChartObject(
+            "keda", "keda", {"kind": "Secret", "metadata": {"name": "t", "namespace": "keda"}, "stringData": {"token": Secret("abc")}}
+        ),
+    ]
+    monkeypatch.setattr("render.changes.chart_objects", lambda render: objects if render.stack == "dev" else [])
+    found = records(Render(stack="dev", resources=[registration("kubernetes:core/v1:Secret", "token", {})]))
+    assert found[1:] == [
+        {
+            "key": "keda/Deployment/keda/keda-operator",
+            "type": "keda: Deployment",
+            "name": "keda-operator",
+            "inputs": objects[0].manifest,
+            "ignoreChanges": [],
+            "replaceOnChanges": [],
+        },
+        {
+            "key": "keda/ClusterRole//keda-operator",
+            "type": "keda: ClusterRole",
+            "name": "keda-operator",
+            "inputs": objects[1].manifest,
+            "ignoreChanges": [],
+            "replaceOnChanges": [],
+        },
+        {
+            "key": "keda/Secret/keda/t",
+            "type": "keda: Secret",
+            "name": "t",
+            "inputs": {"kind": "Secret", "metadata": {"name": "t", "namespace": "keda"}, "stringData": {"token": "[secret]"}},
+            "ignoreChanges": [],
+            "replaceOnChanges": [],
+        },
+    ]
 
 
 def test_replace_on_changes_reaches_fields_inside_lists_of_lists() -> None:
