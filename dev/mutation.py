@@ -79,6 +79,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "plan.estimates.x_cost_per_hour", "(price or 1.0)", "a price is positive; only 0 nodes reach the default, and 0 x anything is 0"
     ),
+    Equivalent(
+        "config.cron.x__field",
+        "    values: set[int] = set()\n    star = None\n",
+        "only a field of commas alone keeps the first value, and schedules are compared with each other, where it reads the same",
+    ),
     Equivalent("config.cron.x_schedule", "strict=None", "the number of fields was checked equal to FIELDS' just before"),
     Equivalent("config.cron.x_schedule", "strict=False", "the number of fields was checked equal to FIELDS' just before"),
     Equivalent("config.cron.x_schedule", "zip(fields, FIELDS, )", "the number of fields was checked equal to FIELDS' just before"),
