@@ -196,9 +196,9 @@ def test_outside_the_reference_the_basis_says_what_differs(values: dict[str, Any
 
 
 def test_a_costly_capacity_still_divides_by_a_million_tokens() -> None:
-    # At $100,000 a node-hour a millionth more per token shows in the third decimal.
-    result = figures(nodes=1, capacity={"mode": "spot", "pricePerNodeHour": 100_000.0})
-    assert result.dollars_per_million_tokens == round((100_000 + 0.10) / (PER_NODE[1] * 3600) * 1e6, 3)
+    # At $1,000,000 a node-hour ($2,914 per million tokens) a millionth more per token shows in the third decimal.
+    result = figures(nodes=1, capacity={"mode": "spot", "pricePerNodeHour": 1_000_000.0})
+    assert result.dollars_per_million_tokens == round((1_000_000 + 0.10) / (PER_NODE[1] * 3600) * 1e6, 3)
 
 
 def test_the_expected_cold_start_is_part_of_the_figures_and_their_output() -> None:
