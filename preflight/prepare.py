@@ -15,24 +15,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.benchmark import client_command
+from config.loading import SECRET_KEYS
 from config.settings import StackSettings
 from plan.stack import benchmark_spec
 from preflight.rendered import PREPARED_FILE
+from render.engine import stack_config
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Replaced by the preflight with its own engine's address.
 PLACEHOLDER_URL = "http://127.0.0.1:8000"
-# Credentials never enter settings (config/loading.py keeps them out the same way).
-SECRET_KEYS = ("hfToken", "apiKey")
 
 
 def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
-    """The settings of ``Pulumi.<stack>.yaml`` (the program's own keys; credentials left out)."""
-    project = yaml.safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"]
-    config = (yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}).get("config") or {}
+    """The settings of ``Pulumi.<stack>.yaml`` (the program's own keys; credentials left out, as the program does)."""
+    project, config = stack_config(stack, root)
     values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
     return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
 
