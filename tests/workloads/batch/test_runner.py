@@ -207,12 +207,14 @@ def runner_process(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi,
 def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_requests(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
-    server = vllm_like(slow_every=97, slow_seconds=0.2)
+    parts_at_kill = random.randint(1, 4)
+    # The server answers nothing for a while once every line of those parts has been sent (the runner
+    # sends in order, at most 2 replicas x 64 at once): the kill lands mid-batch however fast this machine is.
+    server = vllm_like(slow_every=97, slow_seconds=0.2, pause_after=500 * parts_at_kill + 2 * 64 + 1, pause_seconds=4.0)
     ids = [f"k{i}" for i in range(2500)]
     upload_lines(bucket, "killed.jsonl", [chat_line(custom_id) for custom_id in ids])
     first = runner_process(bucket, server, kubernetes_api, lease_seconds=2.0)
     deadline = time.monotonic() + 60
-    parts_at_kill = random.randint(1, 4)
     while len(list(bucket.list_blobs(prefix="output/killed.jsonl/"))) < parts_at_kill and time.monotonic() < deadline:
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)

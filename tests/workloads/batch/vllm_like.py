@@ -45,6 +45,8 @@ class Faults:
     warmup_seconds: float = 0.0  # ... each take this much longer
     shutdown_timeout: float = 0.0  # after SIGTERM, in-flight requests run this long, then are cut
     teardown_seconds: float = 0.0  # and the process exits this much later
+    pause_after: int = 0  # when this request arrives, no request is answered ...
+    pause_seconds: float = 0.0  # ... for this long: a test can stop a runner between two known points
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -69,6 +71,7 @@ class Test:
     in_flight: int = 0
     most_in_flight: int = 0  # the high-water mark: what the runners sent at once
     cut: int = 0  # requests cut by a shutdown
+    paused_until: float = 0.0  # monotonic time the pause set by ``pause_after`` ends
 
 
 class Server:
@@ -159,6 +162,10 @@ class Server:
             return web.json_response({"error": {"message": "Service Unavailable", "code": 503}}, status=503)
         if f.status_429_every and n % f.status_429_every == 0:
             return web.json_response({"error": {"message": "Too Many Requests", "code": 429}}, status=429)
+        if f.pause_after and n == f.pause_after:
+            test.paused_until = time.monotonic() + f.pause_seconds
+        if (pause := test.paused_until - time.monotonic()) > 0:
+            await asyncio.sleep(pause)
         if f.slow_every and n % f.slow_every == 0:
             await asyncio.sleep(f.slow_seconds)
         if body.get("model") != test.model:
