@@ -73,6 +73,10 @@ class VllmLike:
     def configure(self, model: str, faults: dict[str, float]) -> None:
         self._request("POST", "/configure", json={"model": model, "faults": faults})
 
+    def resume(self) -> None:
+        """Answers again what ``pause_after`` held."""
+        self._request("POST", "/resume")
+
     def _request(self, method: str, path: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
         response = urllib3.PoolManager().request(method, self.url.removesuffix("/v1") + path, timeout=5, **kwargs)
         assert response.status == 200, response.data

@@ -208,9 +208,9 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
     parts_at_kill = random.randint(1, 4)
-    # The server answers nothing for a while once every line of those parts has been sent (the runner
-    # sends in order, at most 2 replicas x 64 at once): the kill lands mid-batch however fast this machine is.
-    server = vllm_like(slow_every=97, slow_seconds=0.2, pause_after=500 * parts_at_kill + 2 * 64 + 1, pause_seconds=4.0)
+    # The server holds its answers once every line of those parts has been sent (the runner sends in
+    # order, at most 2 replicas x 64 at once): the kill lands mid-batch however fast this machine is.
+    server = vllm_like(slow_every=97, slow_seconds=0.2, pause_after=500 * parts_at_kill + 2 * 64 + 1)
     ids = [f"k{i}" for i in range(2500)]
     upload_lines(bucket, "killed.jsonl", [chat_line(custom_id) for custom_id in ids])
     first = runner_process(bucket, server, kubernetes_api, lease_seconds=2.0)
@@ -219,6 +219,7 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
+    server.resume()
     kept = read_jsonl(bucket, "output/killed.jsonl/")
     answered_before = server.stats()["answered"]
     assert 0 < len(kept) < len(ids)

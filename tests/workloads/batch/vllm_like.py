@@ -45,8 +45,7 @@ class Faults:
     warmup_seconds: float = 0.0  # ... each take this much longer
     shutdown_timeout: float = 0.0  # after SIGTERM, in-flight requests run this long, then are cut
     teardown_seconds: float = 0.0  # and the process exits this much later
-    pause_after: int = 0  # when this request arrives, no request is answered ...
-    pause_seconds: float = 0.0  # ... for this long: a test can stop a runner between two known points
+    pause_after: int = 0  # from this request on nothing is answered until POST /resume: a runner stops at a known point
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -71,7 +70,7 @@ class Test:
     in_flight: int = 0
     most_in_flight: int = 0  # the high-water mark: what the runners sent at once
     cut: int = 0  # requests cut by a shutdown
-    paused_until: float = 0.0  # monotonic time the pause set by ``pause_after`` ends
+    resumed: asyncio.Event = field(default_factory=asyncio.Event)  # set by POST /resume
 
 
 class Server:
@@ -83,6 +82,7 @@ class Server:
         self.app.router.add_get("/stats", self.stats)
         self.app.router.add_get("/health", self.health)
         self.app.router.add_post("/configure", self.configure)
+        self.app.router.add_post("/resume", self.resume)
         self.runner = web.AppRunner(self.app, handle_signals=False)
         self.port = 0
         self.site: web.TCPSite | None = None
@@ -116,6 +116,10 @@ class Server:
     async def configure(self, request: web.Request) -> web.Response:
         settings = await request.json()
         self.test = Test(Faults(**settings["faults"]), settings["model"])
+        return web.json_response({})
+
+    async def resume(self, request: web.Request) -> web.Response:
+        self.test.resumed.set()
         return web.json_response({})
 
     async def stats(self, request: web.Request) -> web.Response:
@@ -162,10 +166,8 @@ class Server:
             return web.json_response({"error": {"message": "Service Unavailable", "code": 503}}, status=503)
         if f.status_429_every and n % f.status_429_every == 0:
             return web.json_response({"error": {"message": "Too Many Requests", "code": 429}}, status=429)
-        if f.pause_after and n == f.pause_after:
-            test.paused_until = time.monotonic() + f.pause_seconds
-        if (pause := test.paused_until - time.monotonic()) > 0:
-            await asyncio.sleep(pause)
+        if f.pause_after and n >= f.pause_after:
+            await test.resumed.wait()
         if f.slow_every and n % f.slow_every == 0:
             await asyncio.sleep(f.slow_seconds)
         if body.get("model") != test.model:
