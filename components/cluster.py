@@ -148,10 +148,12 @@ class Cluster(pulumi.ComponentResource):
         child = child_options(self, opts)
         self.node_identity = gcp.serviceaccount.Account(
             "nodes",
-            account_id=f"{spec.name}-nodes"[:30].rstrip("-"),
+            account_id=spec.node_account,
             display_name="GKE nodes of the LLM serving stack",
             project=spec.project,
-            opts=child,
+            # The cluster keeps the account it was created with (below), so a new id must not replace it: a
+            # stack made when long names were cut keeps its cut id.
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["accountId"])),
         )
         # GKE's least-privilege role for node identities (logging, monitoring, metadata).
         node_role = gcp.projects.IAMMember(

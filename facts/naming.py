@@ -30,6 +30,8 @@ MODEL_CACHE_WRITER_SUFFIX = "-writer"
 # Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
 # (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
 BUCKET_NAME_LENGTH = 63
+# IAM service account ids: 6 to 30 of [a-z]([-a-z0-9]*[a-z0-9]), unique within the project (docs/config-rules.md).
+ACCOUNT_ID_LENGTH = 30
 
 
 def stack_labels(stack: str, own: Mapping[str, str]) -> dict[str, str]:
@@ -65,6 +67,18 @@ def cache_names(key: str) -> CacheNames:
         reader=f"{MODEL_CACHE_PREFIX}{key}",
         release=f"{MODEL_CACHE_PREFIX}{key}-release",
     )
+
+
+def account_id(name: str) -> str:
+    """``name`` as a service account id: itself when it fits 30 characters, else its head and a hash of the whole.
+
+    A plain cut gave two long names that share a head one account. An id that fits is kept as it was, so no
+    stack's account changes; a hashed id ends in 8 hex digits, never in a word the program appends, so it cannot
+    equal an id that fits."""
+    if len(name) <= ACCOUNT_ID_LENGTH:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: ACCOUNT_ID_LENGTH - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def compile_cache_bucket(project: str, cluster: str) -> str:

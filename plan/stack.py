@@ -25,7 +25,16 @@ from config.workload import WorkloadSettings
 from facts import gke, images
 from facts.batch_sizing import runner_workers
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
-from facts.naming import REPLICAS, CacheNames, batch_bucket_name, cache_names, compile_cache_bucket, selector_labels, stack_labels
+from facts.naming import (
+    REPLICAS,
+    CacheNames,
+    account_id,
+    batch_bucket_name,
+    cache_names,
+    compile_cache_bucket,
+    selector_labels,
+    stack_labels,
+)
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
 from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
 
@@ -86,6 +95,8 @@ class ClusterSpec:
     project: str
     region: str
     name: str
+    # The nodes' Google account: `<name>-nodes`, hashed past 30 characters (facts/naming.py).
+    node_account: str
     release_channel: str
     version: str
     deletion_protection: bool
@@ -722,7 +733,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             region=settings.region,
             namespace=namespace,
             labels=labels,
-            account_id=f"{settings.cluster.name}-compile"[:30].rstrip("-"),
+            account_id=account_id(f"{settings.cluster.name}-compile"),
             mount=CompileCacheMount(compile_cache_bucket(settings.project, settings.cluster.name), COMPILE_CACHE_FOLDER, REPLICAS),
         )
         if wake.compile_cache
@@ -857,6 +868,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             project=settings.project,
             region=settings.region,
             name=settings.cluster.name,
+            node_account=account_id(f"{settings.cluster.name}-nodes"),
             release_channel=settings.cluster.release_channel,
             version=settings.cluster.version,
             deletion_protection=settings.cluster.deletion_protection,
