@@ -88,7 +88,7 @@ def describe(error: ValidationError, namespace: str, known_keys: dict[tuple[str 
         elif kind == "missing":
             problems.append(f"{key}: is required")
         elif kind in ("literal_error", "enum"):
-            expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+            expected = str(ctx["expected"]).replace("'", "").replace(" or ", ", ")
             problems.append(f"{key}: {show_value(err['input'])} is not allowed; use one of: {expected}")
         else:
             message = err["msg"].removeprefix("Value error, ")

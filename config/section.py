@@ -118,7 +118,8 @@ def utc_time(value: str) -> str:
 
 
 def instant(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    # Since Python 3.11 fromisoformat reads the Z suffix as UTC.
+    return datetime.fromisoformat(value)
 
 
 def check_order(start: str, end: str) -> None:
