@@ -43,6 +43,15 @@ MODULES: dict[str, tuple[str, ...]] = {
     "facts/batch_sizing.py": ("tests/facts/test_batch_sizing.py",),
     "render/promql.py": ("tests/render/test_promql.py",),
     "config/cron.py": ("tests/config/test_cron.py",),
+    "config/settings.py": ("tests/config/test_settings_rules.py",),
+    "config/serving.py": ("tests/config/test_serving_rules.py",),
+    "config/section.py": ("tests/config/test_section_rules.py",),
+    "config/problems.py": ("tests/config/test_problems.py",),
+    "config/loading.py": ("tests/config/test_loading.py",),
+    "config/cluster.py": ("tests/config/test_cluster_rules.py",),
+    "config/maintenance.py": ("tests/config/test_cluster_rules.py",),
+    "config/autoscaling.py": ("tests/config/test_autoscaling_rules.py",),
+    "config/drain.py": ("tests/config/test_section_ranges.py",),
 }
 
 
@@ -87,6 +96,43 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("config.cron.x_schedule", "strict=None", "the number of fields was checked equal to FIELDS' just before"),
     Equivalent("config.cron.x_schedule", "strict=False", "the number of fields was checked equal to FIELDS' just before"),
     Equivalent("config.cron.x_schedule", "zip(fields, FIELDS, )", "the number of fields was checked equal to FIELDS' just before"),
+    Equivalent(
+        "config.settings.xǁStackSettingsǁ_capacity_holds_the_replicas",
+        "if (self.max_replicas) or True else 0",
+        "a calendar reservation asks for at least 1 node, so a stack at zero is held whether it needs 0 nodes or 1",
+    ),
+    Equivalent(
+        "config.settings.xǁStackSettingsǁ_capacity_holds_the_replicas",
+        "if self.max_replicas else 1)",
+        "a calendar reservation asks for at least 1 node, so a stack at zero is held whether it needs 0 nodes or 1",
+    ),
+    Equivalent(
+        "config.settings.xǁStackSettingsǁ_runner_fits_general_purpose",
+        "max(self.max_replicas, 2)",
+        "with autoscaling on the most replicas is at least 1, and 1 and 2 replicas take one runner worker alike",
+    ),
+    Equivalent("config.settings.xǁStackSettingsǁ_runner_fits_general_purpose", 'if unit > 2 else " vCPU"', "the unit is 1 or 2**30"),
+    Equivalent("config.settings.xǁStackSettingsǁ_runner_fits_general_purpose", 'if unit > 2 else "")', "the unit is 1 or 2**30"),
+    Equivalent("config.problems.x_closest", "options, n=2)", "only the closest match is read"),
+    Equivalent("config.problems.x_closest", "get_close_matches(word, options, )", "only the closest match is read"),
+    Equivalent("config.problems.x_describe", "include_url=True", "the url is a key of each error that is never read"),
+    Equivalent(
+        "config.maintenance.x_least_available",
+        "(a, b, a + ROLLING_PERIOD, b - ROLLING_PERIOD)",
+        "the least total is also reached where a span starts at a stretch's end, a candidate either way",
+    ),
+    Equivalent(
+        "config.maintenance.x_least_available",
+        "(a, b, a - ROLLING_PERIOD, b + ROLLING_PERIOD)",
+        "the least total is also reached where a span starts at a stretch's end, a candidate either way",
+    ),
+    Equivalent("config.maintenance.x_least_available", "if first < t < first + _CYCLE", "the first instant is a candidate anyway"),
+    Equivalent(
+        "config.maintenance.x_least_available",
+        "if first <= t <= first + _CYCLE",
+        "the windows repeat weekly: a span a week after the first holds what the first does",
+    ),
+    Equivalent("config.section.x_utc_time", "raise ValueError(None)", "the same function catches it and raises its own problem"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',
