@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
+from components.programs import REPOSITORY
 from facts.gke import GPUS_PER_NODE
 from facts.vllm import FIRST_ANSWER_SECONDS, JIT_CACHE_FOLDERS
 from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
@@ -32,30 +33,8 @@ GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 # on a real run): a replica is started only when it answers a completion.
 # Twice that for the warm-up: one cut short loses nothing (compiled kernels stay compiled) and the next try goes on.
 WARM_UP_TIMEOUT_SECONDS = 2 * FIRST_ANSWER_SECONDS
-# The startup probe's program, run with the image's python3 (an exec probe, as httpGet cannot POST): N one-token
-# completions at once, one per data-parallel engine as the API server spreads them, each answered with a
-# finish_reason. Arguments: the completions URL, the served model's name, N. vLLM's API key, when set, is in
-# the container's environment, which an exec probe inherits.
-WARM_UP_SCRIPT = """\
-import json, os, sys, urllib.request
-from concurrent.futures import ThreadPoolExecutor
-
-url, model, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-headers = {"Content-Type": "application/json"}
-if os.environ.get("VLLM_API_KEY"):
-    headers["Authorization"] = "Bearer " + os.environ["VLLM_API_KEY"]
-body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1}).encode()
-
-
-def answered(_: int) -> bool:
-    with urllib.request.urlopen(urllib.request.Request(url, body, headers)) as response:
-        choices = json.load(response).get("choices") or [{}]
-    return all(choice.get("finish_reason") for choice in choices)
-
-
-with ThreadPoolExecutor(count) as pool:
-    sys.exit(0 if all(pool.map(answered, range(count))) else 1)
-"""
+# The startup probe's program (its docstring says what it checks), passed whole to the image's python3.
+WARM_UP_SCRIPT = (REPOSITORY / "workloads" / "warm_up.py").read_text(encoding="utf-8")
 # The FUSE sidecar on an A4 node (docs/cold-start.md, "The FUSE sidecar on A4"): gcsfuse sizes itself by
 # machine type and puts a4-highgpu-8g in its high-performance group, 1,600 streaming-write blocks of
 # 32 MiB; the sidecar's default memory is 256Mi. Bounded to 16 blocks (512 MiB: two files being written
