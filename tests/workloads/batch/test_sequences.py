@@ -183,12 +183,16 @@ def test_sigterm_mid_batch_finishes_the_open_parts_hands_the_claim_back_and_the_
 ) -> None:
     """SIGTERM during a batch (a rollout, a scale-down): the pod exits within the drain, its claim's lease
     ends at once (not 30 s later), the next pod takes it over. Invariants: all four."""
-    server = vllm_like(answer_seconds=0.05)
+    # Answers are held from the 120th request (past the first part's 50 lines and 64 in flight) until the
+    # SIGTERM is sent: it lands mid-batch however fast this machine is.
+    server = vllm_like(answer_seconds=0.05, pause_after=120)
     upload_lines(bucket, "long.jsonl", lines("long", 400))
     first = pods(server.url)
     until(lambda: list(bucket.list_blobs(prefix=layout.OUTPUT)), 20, "a first part")
     first.terminate()
+    server.resume()
     assert first.wait(6) == 0
+    assert report_count(bucket) == 0  # it stopped with lines left
     (claim,) = bucket.list_blobs(prefix=layout.CLAIMS)
     assert json.loads(claim.download_as_bytes())["until"] == 0  # handed back
     started = time.monotonic()
@@ -202,13 +206,17 @@ def test_a_busy_pod_removed_by_a_scale_down_hands_its_input_to_the_pod_that_stay
     bucket: storage.Bucket, pods: Callable[..., Pod], vllm_like: Callable[..., VllmLike]
 ) -> None:
     """Two inputs, two pods; one pod is removed mid-batch. Invariants: all four (the budget shared by two claims)."""
-    server = vllm_like(answer_seconds=0.05)
+    # Answers are held from the 240th request (past a first part of each input and the budget in flight)
+    # until the scale-down: it lands mid-batch however fast this machine is.
+    server = vllm_like(answer_seconds=0.05, pause_after=240)
     upload_lines(bucket, "a.jsonl", lines("a", 300))
     upload_lines(bucket, "b.jsonl", lines("b", 300))
     stays, goes = pods(server.url), pods(server.url)
     until(lambda: len(list(bucket.list_blobs(prefix=layout.CLAIMS))) == 2, 20, "both inputs claimed")
     until(lambda: list(bucket.list_blobs(prefix=layout.OUTPUT)), 20, "a first part")
+    assert report_count(bucket) == 0
     goes.terminate()
+    server.resume()
     assert goes.wait(6) == 0
     until(lambda: report_count(bucket) == 2, 40, "both reports")
     stays.terminate()
