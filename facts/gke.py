@@ -39,7 +39,8 @@ A4_POD_MEMORY = Decimal(3850) * 2**30
 # The most a pod of Autopilot's default general-purpose compute class (no compute class, accelerator or
 # machine family selected) may request; above it Autopilot refuses the pod
 # (cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests, "Minimum and maximum resource requests").
-# Not verified against that table, which no stored copy reaches (docs/config-rules.md, "Pods against Autopilot's maximums").
+# Not verified against that table, which no stored copy reaches; two third-party statements agree with both
+# figures (docs/config-rules.md, "Pods against Autopilot's maximums").
 GENERAL_PURPOSE_MAX_CPU = Decimal(30)
 GENERAL_PURPOSE_MAX_MEMORY = Decimal(110) * 2**30
 # GKE runs B200 on Autopilot from 1.32.2-gke.1422000; any 1.32 GKE offers today is later (docs/config-rules.md).

@@ -234,7 +234,7 @@ def test_vllms_default_of_zero_keeps_the_compile_cache_on() -> None:
         ("a", "a-compile"),
         # 22 + 8 ("-compile") = 30: the whole id fits.
         ("c" * 22, "c" * 22 + "-compile"),
-        # 23 + 8 = 31: the first 21 characters and a hash of the whole (tests/plan/test_account_ids.py).
+        # 23 + 8 = 31: the first 21 characters and a hash of the whole (tests/plan/test_derived_names.py).
         ("c" * 23, "c" * 21 + "-"),
         ("c" * 40, "c" * 21 + "-"),
     ],

@@ -1,14 +1,17 @@
-"""Service account ids the stack derives from the cluster's name: distinct for distinct names, and a stack made
-when long names were cut keeps the nodes' account its cluster runs as."""
+"""Names the stack derives that GCP checks: service account ids from the cluster's name, distinct for distinct
+names (a stack made when long names were cut keeps the nodes' account its cluster runs as), and Artifact Registry
+repository ids."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from facts.naming import ACCOUNT_ID_LENGTH, account_id
 from render.changes import changes, records
 from render.engine import Render
-from tests.conftest import render_with
+from tests.conftest import render_with, rendered
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 # The accounts registered under these names take their ids from `cluster.name` (the nodes', the compile cache's).
@@ -68,3 +71,22 @@ def test_a_long_id_is_its_head_and_a_hash_of_the_whole_name(name: str) -> None:
     assert name.startswith(head) and not head.endswith("-")
     assert len(digest) == 8 and int(digest, 16) >= 0
     assert account_id(name + "x") != found
+
+
+def repository_id_problem(repository_id: str) -> str | None:
+    """Why `gcloud artifacts repositories create` refuses ``repository_id``, or None: lowercase letters, digits and
+    '-', from a letter to a letter or digit (Google Cloud CLI, command_lib/artifacts/util.py; docs/config-rules.md)."""
+    return None if re.fullmatch(r"[a-z]([a-z0-9-]*[a-z0-9])?", repository_id) else "not [a-z]([a-z0-9-]*[a-z0-9])?"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "gateway", "batch"])
+def test_every_repository_id_the_stack_derives_is_one_artifact_registry_takes(stack: str) -> None:
+    repositories = [r.inputs["repositoryId"] for r in rendered(stack).by_type("gcp:artifactregistry/repository:Repository")]
+    assert repositories
+    for repository in repositories:
+        assert repository_id_problem(repository) is None, repository
+
+
+@pytest.mark.parametrize("repository_id", ["1-pypi", "docker-hub-", "docker_hub", "Docker-hub", "registry.k8s.io", "-pypi"])
+def test_repository_ids_artifact_registry_refuses_are_found(repository_id: str) -> None:
+    assert repository_id_problem(repository_id) is not None
