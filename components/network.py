@@ -6,6 +6,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import NETWORK_DELETE_TIMEOUT, child_options
+from facts.naming import NAT_SUFFIX, ROUTER_SUFFIX, SUBNET_SUFFIX
 from plan.stack import POD_RANGE, SERVICE_RANGE, NetworkSpec
 
 NAT_MIN_PORTS = 1024
@@ -14,7 +15,7 @@ NAT_MAX_PORTS = 65536
 
 def subnet_args(spec: NetworkSpec, *, network: pulumi.Input[str]) -> gcp.compute.SubnetworkArgs:
     return gcp.compute.SubnetworkArgs(
-        name=f"{spec.name}-nodes",
+        name=f"{spec.name}{SUBNET_SUFFIX}",
         project=spec.project,
         region=spec.region,
         network=network,
@@ -58,11 +59,11 @@ class Network(pulumi.ComponentResource):
             # allocation gives a busy node (a download, 24 benchmark clients' tokenizer fetches)
             # up to 65,536 ports and an idle one few; AUTO_ONLY adds addresses as nodes are added.
             router = gcp.compute.Router(
-                "router", name=f"{spec.name}-router", project=spec.project, region=spec.region, network=self.vpc.id, opts=child
+                "router", name=f"{spec.name}{ROUTER_SUFFIX}", project=spec.project, region=spec.region, network=self.vpc.id, opts=child
             )
             gcp.compute.RouterNat(
                 "nat",
-                name=f"{spec.name}-nat",
+                name=f"{spec.name}{NAT_SUFFIX}",
                 project=spec.project,
                 region=spec.region,
                 router=router.name,

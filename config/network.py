@@ -8,13 +8,14 @@ from pydantic import field_validator, model_validator
 
 from config.problems import ConfigProblem
 from config.section import Section, check_name, private_cidr
+from facts.naming import NETWORK_NAME_LENGTH
 
 
 class NetworkSettings(Section):
     """The VPC, its node subnet and the subnet's secondary ranges (VPC-native)."""
 
     name: str = "llm-serving"
-    """Name of the VPC; the node subnet is `<name>-nodes`."""
+    """Name of the VPC; its node subnet, router and NAT are `<name>-nodes`, `-router` and `-nat`, each at most 63 characters."""
     node_cidr: str = "10.0.0.0/20"
     """Primary range of the node subnet."""
     pod_cidr: str = "10.4.0.0/14"
@@ -25,7 +26,8 @@ class NetworkSettings(Section):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        return check_name(value, 62)
+        # Its subnet, router and NAT are named from it, each at most 63 characters (facts/naming.py).
+        return check_name(value, NETWORK_NAME_LENGTH)
 
     @field_validator("node_cidr", "pod_cidr", "service_cidr")
     @classmethod

@@ -30,6 +30,11 @@ MODEL_CACHE_WRITER_SUFFIX = "-writer"
 # Cloud Storage bucket names: 3 to 63 of a-z, 0-9, '-', '_', '.', one namespace for every project
 # (cloud.google.com/storage/docs/buckets#naming); the project id makes the name the stack's own.
 BUCKET_NAME_LENGTH = 63
+# Compute Engine names: 1 to 63 characters of [a-z]([-a-z0-9]*[a-z0-9])? (RFC 1035; docs/config-rules.md). The VPC's
+# node subnet, router and NAT take its name and a suffix, so the VPC's name leaves room for the longest.
+COMPUTE_NAME_LENGTH = 63
+SUBNET_SUFFIX, ROUTER_SUFFIX, NAT_SUFFIX = "-nodes", "-router", "-nat"
+NETWORK_NAME_LENGTH = COMPUTE_NAME_LENGTH - max(len(suffix) for suffix in (SUBNET_SUFFIX, ROUTER_SUFFIX, NAT_SUFFIX))
 # IAM service account ids: 6 to 30 of [a-z]([-a-z0-9]*[a-z0-9]), unique within the project (docs/config-rules.md).
 ACCOUNT_ID_LENGTH = 30
 

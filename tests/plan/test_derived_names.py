@@ -8,15 +8,18 @@ import re
 
 import pytest
 
-from facts.naming import ACCOUNT_ID_LENGTH, account_id
+from facts.naming import ACCOUNT_ID_LENGTH, NETWORK_NAME_LENGTH, account_id
 from render.changes import changes, records
 from render.engine import Render
-from tests.conftest import render_with, rendered
+from tests.config.test_platform_rules import refusal, with_changes
+from tests.conftest import render_with, rendered, stack_file_config
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 # The accounts registered under these names take their ids from `cluster.name` (the nodes', the compile cache's).
 FROM_THE_CLUSTER = ("nodes", "replicas")
 LONG = "llm-serving-europe-west4-production-a"
+# Compute Engine names: RFC 1035, at most 63 characters (docs/config-rules.md).
+COMPUTE_NAME_LENGTH = 63
 
 
 def cluster_accounts(render: Render) -> dict[str, str]:
@@ -90,3 +93,28 @@ def test_every_repository_id_the_stack_derives_is_one_artifact_registry_takes(st
 @pytest.mark.parametrize("repository_id", ["1-pypi", "docker-hub-", "docker_hub", "Docker-hub", "registry.k8s.io", "-pypi"])
 def test_repository_ids_artifact_registry_refuses_are_found(repository_id: str) -> None:
     assert repository_id_problem(repository_id) is not None
+
+
+def compute_name_problem(name: str) -> str | None:
+    """Why Compute Engine refuses a resource ``name``, or None: 1 to 63 characters matching
+    [a-z]([-a-z0-9]*[a-z0-9])? (RFC 1035; docs/config-rules.md)."""
+    if len(name) > COMPUTE_NAME_LENGTH:
+        return f"{len(name)} characters"
+    return None if re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name) else "not [a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def test_every_compute_name_derived_from_the_longest_network_name_is_one_compute_engine_takes() -> None:
+    # The VPC's subnet, router and NAT are `<network.name>-nodes`, `-router` and `-nat`.
+    render = render_with("batch", network={**stack_file_config("batch").get("llm:network", {}), "name": "n" * NETWORK_NAME_LENGTH})
+    named = [r for r in render.resources if r.type.startswith("gcp:compute/") and isinstance(r.inputs.get("name"), str)]
+    kinds = {r.type.rpartition(":")[2] for r in named}
+    assert kinds >= {"Network", "Subnetwork", "Router", "RouterNat"}
+    for resource in named:
+        assert compute_name_problem(resource.inputs["name"]) is None, (resource.type, resource.inputs["name"])
+
+
+def test_a_network_name_too_long_for_its_derived_names_is_refused_at_its_key() -> None:
+    config = with_changes("dev", {"network": {"name": "n" * (NETWORK_NAME_LENGTH + 1)}})
+    message, record = refusal("dev", config)
+    assert "llm:network.name" in message and f"at most {NETWORK_NAME_LENGTH} characters" in message, message
+    assert record.resources == []
