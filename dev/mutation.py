@@ -52,6 +52,14 @@ MODULES: dict[str, tuple[str, ...]] = {
     "config/maintenance.py": ("tests/config/test_cluster_rules.py",),
     "config/autoscaling.py": ("tests/config/test_autoscaling_rules.py",),
     "config/drain.py": ("tests/config/test_section_ranges.py",),
+    "render/chart.py": ("tests/render/test_chart_rules.py",),
+    "policy/guardrails.py": ("tests/policy/test_pack.py", "tests/policy/test_guardrails.py"),
+    "render/crd_rules.py": ("tests/render/test_crd_rules_cel.py",),
+    "render/provider_rules.py": ("tests/render/test_provider_rules_cases.py",),
+    "render/autopilot.py": ("tests/render/test_autopilot_rules.py",),
+    "render/lifecycle.py": ("tests/render/test_lifecycle_rules.py",),
+    "render/validation.py": ("tests/render/test_validation_rules.py",),
+    "render/simulations/scaling.py": ("tests/render/simulations/test_scaling.py",),
 }
 
 

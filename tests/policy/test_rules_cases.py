@@ -25,6 +25,7 @@ from policy.rules import (
     no_public_exposure,
     parent_types,
     pod_gpus,
+    private_buckets,
     private_cluster,
     project_labels,
     secrets_never_in_plain_text,
@@ -397,3 +398,63 @@ def test_the_policy_config_pins_a_switch_else_the_stacks_key_decides_else_off() 
     assert not switch("allowOpenControlPlane", {}, {"other:allowOpenControlPlane": "true"}, "llm")
     assert not switch("allowOpenControlPlane", {}, {}, "llm")
     assert not switch("allowOpenControlPlane", {"allowOpenControlPlane": "true"}, {}, "llm")
+
+
+# --- private buckets --------------------------------------------------------------------------
+# Public access prevention "enforced" and uniform bucket-level access (cloud.google.com/storage/docs/public-access-prevention,
+# /uniform-bucket-level-access); allUsers and allAuthenticatedUsers are the public principals
+# (cloud.google.com/iam/docs/principals-overview).
+
+BUCKET = "gcp:storage/bucket:Bucket"
+PRIVATE_BUCKET = {"name": "batch", "publicAccessPrevention": "enforced", "uniformBucketLevelAccess": True}
+
+
+def test_a_bucket_enforces_public_access_prevention_and_uniform_access() -> None:
+    assert private_buckets(Resource(BUCKET, "batch", PRIVATE_BUCKET), FACTS) == []
+    assert private_buckets(Resource(BUCKET, "batch", {**PRIVATE_BUCKET, "uniformBucketLevelAccess": Secret(True)}), FACTS) == []
+    inherited = private_buckets(Resource(BUCKET, "batch", {**PRIVATE_BUCKET, "publicAccessPrevention": "inherited"}), FACTS)
+    assert inherited == ["Bucket batch: public access prevention is not enforced; set publicAccessPrevention: enforced"]
+    acls = private_buckets(Resource(BUCKET, "batch", {**PRIVATE_BUCKET, "uniformBucketLevelAccess": False}), FACTS)
+    assert acls == ["Bucket batch: object ACLs could grant access past IAM; set uniformBucketLevelAccess: true"]
+    # Unset is not enforced and not uniform; a value a preview does not know yet is not judged.
+    assert len(private_buckets(Resource(BUCKET, "batch", {"name": "batch"}), FACTS)) == 2
+    unknown = {"publicAccessPrevention": UNKNOWN, "uniformBucketLevelAccess": UNKNOWN}
+    assert private_buckets(Resource(BUCKET, "batch", unknown), FACTS) == []
+
+
+@pytest.mark.parametrize(
+    ("type_", "inputs", "public"),
+    [
+        ("gcp:storage/bucketIAMMember:BucketIAMMember", {"member": "allUsers", "role": "roles/storage.objectViewer"}, "allUsers"),
+        ("gcp:storage/bucketIAMMember:BucketIAMMember", {"member": "serviceAccount:runner@p.iam.gserviceaccount.com"}, None),
+        (
+            "gcp:storage/bucketIAMBinding:BucketIAMBinding",
+            {"members": ["group:a@example.com", "allAuthenticatedUsers"]},
+            "allAuthenticatedUsers",
+        ),
+        ("gcp:storage/bucketIAMBinding:BucketIAMBinding", {"members": ["group:a@example.com"]}, None),
+        ("gcp:storage/bucketACL:BucketACL", {"roleEntities": ["OWNER:project-owners-1", "READER:allUsers"]}, "allUsers"),
+        ("gcp:storage/bucketACL:BucketACL", {"predefinedAcl": "publicRead"}, None),
+        ("gcp:storage/bucketACL:BucketACL", {"roleEntities": ["READER:AllAuthenticatedUsers"]}, "allAuthenticatedUsers"),
+        ("gcp:storage/bucketIAMMember:BucketIAMMember", {"member": UNKNOWN}, None),
+        ("gcp:storage/bucketObject:BucketObject", {"member": "allUsers"}, None),
+    ],
+)
+def test_a_bucket_grant_to_the_public_is_refused(type_: str, inputs: dict[str, Any], public: str | None) -> None:
+    found = private_buckets(Resource(type_, "grant", inputs), FACTS)
+    kind = type_.rsplit(":", 1)[-1]
+    expected = [f"{kind} grant: grants {public} access to a bucket; grant named service accounts or groups only"] if public else []
+    assert found == expected
+
+
+def test_a_grant_naming_both_public_principals_names_both() -> None:
+    both = Resource("gcp:storage/bucketIAMBinding:BucketIAMBinding", "grant", {"members": ["allUsers", "allAuthenticatedUsers"]})
+    assert private_buckets(both, FACTS) == [
+        "BucketIAMBinding grant: grants allAuthenticatedUsers, allUsers access to a bucket; grant named service accounts or groups only"
+    ]
+    acl = Resource("gcp:storage/bucketACL:BucketACL", "acl", {"roleEntities": [], "predefinedAcl": "allUsers"})
+    assert len(private_buckets(acl, FACTS)) == 1
+
+
+def test_an_unknown_value_reads_as_unknown() -> None:
+    assert repr(UNKNOWN) == "<unknown>"
