@@ -8,8 +8,8 @@ urn)`` takes the message and, for a stack policy, the URN of the resource at fau
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import pytest
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
@@ -89,8 +89,9 @@ def test_each_switch_is_read_from_the_policy_config_else_the_stack_config() -> N
     # A live pack cannot tell a Pulumi secret from plain text (pulumi/pulumi-policy#241).
     assert stack_facts({}, {}) == StackFacts(secrets_marked=False)
     for key, attribute in switches.items():
-        assert stack_facts({}, {f"llm:{key}": "true"}) == StackFacts(secrets_marked=False, **{attribute: True}), key
-        assert stack_facts({key: True}, {}) == StackFacts(secrets_marked=False, **{attribute: True}), key
+        opted = replace(StackFacts(secrets_marked=False), **cast("dict[str, Any]", {attribute: True}))
+        assert stack_facts({}, {f"llm:{key}": "true"}) == opted, key
+        assert stack_facts({key: True}, {}) == opted, key
         assert stack_facts({key: False}, {f"llm:{key}": "true"}) == StackFacts(secrets_marked=False), key
 
 
@@ -110,10 +111,15 @@ def test_a_switchs_schema_describes_it_and_a_stack_policy_with_switches_has_one_
 def test_the_stack_policy_passes_the_stacks_switches_to_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     seen: list[tuple[Resource, StackFacts]] = []
-    rule = Rule("probe", "records its calls", lambda resource, facts: seen.append((resource, facts)) or [], needs_stack=True)
+
+    def probe(resource: Resource, facts: StackFacts) -> list[str]:
+        seen.append((resource, facts))
+        return []
+
+    rule = Rule("probe", "records its calls", probe, needs_stack=True)
     urn = f"urn:pulumi:dev::llm::{CONFIG_MAP}::settings"
     args = Args("", "", {}, "", config={PRODUCTION.key: True}, resources=[Args(CONFIG_MAP, "settings", {"data": {"a": "b"}}, urn)])
-    _stack_policy(rule).validate(args, lambda *given: None)
+    _stack_policy(rule).validate(cast("Any", args), lambda *given: None)
     ((resource, facts),) = seen
     assert resource == Resource(CONFIG_MAP, "settings", {"data": {"a": "b"}}, urn)
     assert facts.production is True and facts.compute_classes == frozenset()

@@ -156,7 +156,7 @@ def test_a_custom_compute_class_takes_only_its_companion_keys() -> None:
 
 
 def test_a_gpu_pod_must_select_its_accelerator_or_a_compute_class() -> None:
-    asks = {"resources": {"limits": {"nvidia.com/gpu": "8"}}}
+    asks: dict[str, Any] = {"resources": {"limits": {"nvidia.com/gpu": "8"}}}
     (found,) = problems({"containers": [container(**asks)]})
     assert found.startswith(
         "spec.template.spec.nodeSelector: a pod requesting nvidia.com/gpu must select cloud.google.com/gke-accelerator or "

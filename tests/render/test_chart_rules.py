@@ -143,9 +143,10 @@ def test_each_object_passes_through_the_transforms_in_order_as_the_engine_calls_
         return pulumi.ResourceTransformResult({**args.props, "spec": {"replicas": 5}}, args.opts)
 
     def second(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if args.props["kind"] != "Deployment":
+        props: dict[str, Any] = dict(args.props)
+        if props["kind"] != "Deployment":
             return None
-        return pulumi.ResourceTransformResult({**args.props, "spec": {"replicas": args.props["spec"]["replicas"] * 2}}, args.opts)
+        return pulumi.ResourceTransformResult({**props, "spec": {"replicas": props["spec"]["replicas"] * 2}}, args.opts)
 
     chart = registration(chart="demo", version="1.0.0", namespace="serving")
     chart = Registration(**{**chart.__dict__, "transforms": (first, second)})
