@@ -41,6 +41,11 @@ def _config_bool(value: Any) -> Any:
 ConfigBool = Annotated[bool, BeforeValidator(_config_bool)]
 
 
+# What the refusals below suggest: RFC 1918, shared address space and class E short of 255.255.255.255,
+# which GCP refuses (all of 240.0.0.0/4 overlaps it).
+RANGES_TO_USE = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918), 100.64.0.0/10 or 240.0.0.0/5"
+
+
 def private_cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value)
@@ -51,14 +56,11 @@ def private_cidr(value: str) -> str:
             raise ConfigProblem(
                 (),
                 value,
-                f"overlaps {prohibited}, which GCP refuses for subnets; use RFC 1918, 100.64.0.0/10, 240.0.0.0/4 "
-                "or another range GCP allows",
+                f"overlaps {prohibited}, which GCP refuses for subnets; use a range within {RANGES_TO_USE} or another range GCP allows",
             )
     if not (network.is_private or any(network.subnet_of(shared) for shared in NON_PUBLIC_RANGES)):
         # Privately used public ranges need the cluster's default SNAT off, which this program does not set.
-        raise ConfigProblem(
-            (), value, "is a public range; use RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16), 100.64.0.0/10 or 240.0.0.0/4"
-        )
+        raise ConfigProblem((), value, f"is a public range; use a range within {RANGES_TO_USE}")
     return value
 
 

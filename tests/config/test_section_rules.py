@@ -7,6 +7,7 @@ subnets; the Terraform provider parses times with Go's time.RFC3339; Pulumi's ge
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,8 +77,20 @@ def test_a_range_gcp_refuses_for_subnets_is_refused(cidr: str, prohibited: str) 
     assert refusal(private_cidr, cidr) == (
         (),
         cidr,
-        f"overlaps {prohibited}, which GCP refuses for subnets; use RFC 1918, 100.64.0.0/10, 240.0.0.0/4 or another range GCP allows",
+        f"overlaps {prohibited}, which GCP refuses for subnets; use a range within {TO_USE} or another range GCP allows",
     )
+
+
+TO_USE = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918), 100.64.0.0/10 or 240.0.0.0/5"
+
+
+@pytest.mark.parametrize("cidr", ["255.255.255.255/32", "8.8.0.0/20"])
+def test_every_range_a_refusal_suggests_is_taken(cidr: str) -> None:
+    # 240.0.0.0/4 itself holds 255.255.255.255, which GCP refuses: a suggestion must be a range the check takes.
+    suggested = re.findall(r"\d+\.\d+\.\d+\.\d+/\d+", refusal(private_cidr, cidr)[2].partition("use")[2])
+    assert len(suggested) == 5
+    for range_ in suggested:
+        assert private_cidr(range_) == range_
 
 
 @pytest.mark.parametrize("cidr", ["8.8.0.0/20", "100.128.0.0/24", "100.0.0.0/9", "11.0.0.0/8"])
@@ -85,7 +98,7 @@ def test_a_public_range_is_refused(cidr: str) -> None:
     assert refusal(private_cidr, cidr) == (
         (),
         cidr,
-        "is a public range; use RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16), 100.64.0.0/10 or 240.0.0.0/4",
+        f"is a public range; use a range within {TO_USE}",
     )
 
 
