@@ -59,7 +59,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/autopilot.py": ("tests/render/test_autopilot_rules.py",),
     "render/lifecycle.py": ("tests/render/test_lifecycle_rules.py",),
     "render/validation.py": ("tests/render/test_validation_rules.py",),
-    "render/simulations/scaling.py": ("tests/render/simulations/test_scaling.py",),
+    "render/simulations/scaling.py": ("tests/render/simulations/test_scaling.py", "tests/render/simulations/test_scaling_rules.py"),
 }
 
 
