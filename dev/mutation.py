@@ -235,9 +235,11 @@ def _mutant_sources(folder: Path, module: str) -> dict[str, str]:
     """Each mutant's function source, by its mutmut name, from the mutated copy of ``module``."""
     path = folder / "mutants" / module
     text = path.read_text()
+    # By line numbers: ast.get_source_segment splits the whole file again for each of a thousand mutants.
+    lines = text.splitlines(keepends=True)
     prefix = module.removesuffix(".py").replace("/", ".")
     return {
-        f"{prefix}.{node.name}": ast.get_source_segment(text, node) or ""
+        f"{prefix}.{node.name}": "".join(lines[node.lineno - 1 : node.end_lineno])
         for node in ast.walk(ast.parse(text))
         if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name
     }
