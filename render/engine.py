@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import runpy
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,13 +241,16 @@ def render_stack(
     config: Mapping[str, Any] | None = None,
     secrets: Mapping[str, str] | None = None,
     record: Render | None = None,
+    up: Sequence[Mapping[str, Any]] | None = None,
 ) -> Render:
     """Runs ``__main__.py`` for ``stack`` and returns what it registered.
 
     ``config`` replaces the stack file's config (keys as in the file);
     ``secrets`` adds secret values, as ``pulumi config set --secret`` would;
     ``record`` receives the registrations, so a caller can see what a
-    failing program registered before it failed.
+    failing program registered before it failed; ``up`` is the stack as it
+    is up (``render.changes.records``): an input under a resource's
+    ``ignoreChanges`` keeps its value there, as `pulumi up` keeps it.
     """
     project, file_config = stack_config(stack, root)
     values, secret_keys = _engine_config(file_config if config is None else config, project)
@@ -269,6 +272,7 @@ def render_stack(
                 resources=render.resources,
                 invokes=render.invokes,
                 logger=_WarningLog(render.warnings),
+                state={r["key"]: r["inputs"] for r in up or ()},
             )
         render.resources[:] = in_dependency_order(render.resources)
 

@@ -114,19 +114,46 @@ def decode(value: Any) -> Any:
     return value
 
 
-class _RecordingMonitor(mocks.MockMonitor):
-    """The mock engine's monitor, keeping every registration with its options, which the plain mock API does not expose."""
+def keep_ignored(inputs: struct_pb2.Struct, path: str, state: Mapping[str, Any]) -> None:
+    """The input at ``path`` (keys joined by '.') set to its value in ``state``, where ``state`` holds one.
 
-    def __init__(self, engine: pulumi.runtime.Mocks, resources: list[Registration], invokes: list[tuple[str, dict[str, Any]]]) -> None:
+    As Pulumi's engine does for a property under ``ignoreChanges``: it takes the old value from the state, and so can
+    neither update nor replace the resource (pulumi.com/docs/iac/concepts/options/ignorechanges/)."""
+    *parents, last = path.split(".")
+    for part in parents:
+        if part not in inputs or not isinstance(inputs[part], struct_pb2.Struct) or not isinstance(state.get(part), Mapping):
+            return
+        inputs, state = inputs[part], state[part]
+    if last in state:
+        inputs[last] = state[last]
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    """The mock engine's monitor, keeping every registration with its options, which the plain mock API does not expose.
+
+    ``state`` is the inputs of a stack already up, by URN without the stack's part: an input under a resource's
+    ``ignoreChanges`` keeps its value there, so the outputs follow it as in a real `pulumi up`."""
+
+    def __init__(
+        self,
+        engine: pulumi.runtime.Mocks,
+        resources: list[Registration],
+        invokes: list[tuple[str, dict[str, Any]]],
+        state: Mapping[str, Mapping[str, Any]],
+    ) -> None:
         super().__init__(engine)
         self.registered = resources
         self.invoked = invokes
+        self.state = state
 
     def Invoke(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
         self.invoked.append((request.tok, decode(json_format.MessageToDict(request.args))))
         return super().Invoke(request)  # type: ignore[no-untyped-call]
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - overrides the gRPC method
+        kept = self.state.get(self.make_urn(request.parent, request.type, request.name).split("::", 1)[-1], {})
+        for path in request.ignoreChanges:
+            keep_ignored(request.object, path, kept)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             timeouts = request.customTimeouts
@@ -184,15 +211,17 @@ def run_program(
     resources: list[Registration],
     invokes: list[tuple[str, dict[str, Any]]],
     logger: logging.Logger,
+    state: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Runs ``program`` to its end under the mock engine and returns the stack's outputs.
 
     ``config`` and ``secret_keys`` reach the program as the Pulumi CLI hands them over. ``resources`` and
-    ``invokes`` receive what it registers and calls as it goes, so a caller sees them when it fails. Run it in a
-    fresh ``contextvars.Context``: the SDK keeps its state in context variables.
+    ``invokes`` receive what it registers and calls as it goes, so a caller sees them when it fails. ``state``: the
+    inputs of the stack as it is up, by URN without the stack's part, for the inputs under ``ignoreChanges``. Run it
+    in a fresh ``contextvars.Context``: the SDK keeps its state in context variables.
     """
     with _handed_config(config, secret_keys):
-        monitor = _RecordingMonitor(engine, resources, invokes)
+        monitor = _RecordingMonitor(engine, resources, invokes, state or {})
         pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)
         _sync_await(run_pulumi_func(program))
         root = pulumi.runtime.get_root_resource()
