@@ -262,10 +262,12 @@ class Autoscaling(pulumi.ComponentResource):
         in_cluster = child_options(self, opts, kubernetes)
         self.identity = identity = gcp.serviceaccount.Account(
             "keda-operator",
-            account_id="keda-operator",
+            account_id=spec.account_id,
             display_name="KEDA operator (reads Managed Prometheus)",
             project=spec.project,
-            opts=on_gcp,
+            # A stack made with the fixed id `keda-operator` keeps its account (a new id would replace it); what
+            # names the account reads its email, so it follows the kept one.
+            opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(ignore_changes=["accountId"])),
         )
         grants = [
             gcp.projects.IAMMember("keda-reads-metrics", project=spec.project, role=MONITORING_READER, member=identity.member, opts=on_gcp),

@@ -339,7 +339,13 @@ class Batch(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(protect=spec.protect)),
         )
         identity = gcp.serviceaccount.Account(
-            RUNNER, account_id=RUNNER, display_name="Batch runner (reads and writes the batch bucket)", project=spec.project, opts=on_gcp
+            RUNNER,
+            account_id=spec.account_id,
+            display_name="Batch runner (reads and writes the batch bucket)",
+            project=spec.project,
+            # A stack made with the fixed id `batch-runner` keeps its account (a new id would replace it); what
+            # names the account reads its email, so it follows the kept one.
+            opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(ignore_changes=["accountId"])),
         )
         keda_reads = gcp.storage.BucketIAMMember(
             "batch-keda-reads", bucket=self.bucket.name, role=OBJECT_VIEWER, member=keda_identity, opts=on_gcp

@@ -451,6 +451,9 @@ class BatchWindow:
 @dataclass(frozen=True)
 class AutoscalingSpec:
     project: str
+    # KEDA's Google account: `<cluster>-keda`, hashed past 30 characters (facts/naming.py); ids are unique per project,
+    # so a fixed one failed the second stack of a project.
+    account_id: str
     namespace: str
     labels: dict[str, str]
     deployment: str
@@ -536,6 +539,8 @@ def benchmark_spec(settings: StackSettings, labels: dict[str, str], image: str) 
 @dataclass(frozen=True)
 class BatchSpec:
     project: str
+    # The runner's Google account: `<cluster>-batch`, hashed past 30 characters (facts/naming.py).
+    account_id: str
     region: str
     namespace: str
     labels: dict[str, str]
@@ -742,6 +747,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     autoscaling = (
         AutoscalingSpec(
             project=settings.project,
+            account_id=account_id(f"{settings.cluster.name}-keda"),
             namespace=namespace,
             labels=labels,
             deployment=REPLICAS,
@@ -806,6 +812,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     batch = (
         BatchSpec(
             project=settings.project,
+            account_id=account_id(f"{settings.cluster.name}-batch"),
             region=settings.region,
             namespace=namespace,
             labels=labels,

@@ -102,7 +102,8 @@ def test_the_keda_operator_identity_annotation_is_an_email() -> None:
     render = render_with("dev", autoscaling={"enabled": True, "maxReplicas": 2})
     chart = next(r for r in render.by_type("kubernetes:helm.sh/v4:Chart") if r.name == "keda")
     rendered_values = json.dumps(reveal(chart.inputs["values"]))
-    assert "keda-operator@llm-serving-dev.iam.gserviceaccount.com" in rendered_values
+    keda = render.one("gcp:serviceaccount/account:Account", "keda-operator").inputs
+    assert f"{keda['accountId']}@llm-serving-dev.iam.gserviceaccount.com" in rendered_values
     assert "null" not in rendered_values and "None" not in rendered_values
 
 

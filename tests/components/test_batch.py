@@ -54,6 +54,12 @@ def manifest(render: Render, kind: str, name: str) -> dict[str, Any]:
     return dict(found)
 
 
+def email(render: Render, account: str) -> str:
+    """The email GCP gives the Google account registered as ``account``: `<id>@<project>.iam.gserviceaccount.com`."""
+    inputs = render.one("gcp:serviceaccount/account:Account", account).inputs
+    return f"{inputs['accountId']}@{inputs['project']}.iam.gserviceaccount.com"
+
+
 def runner_container(render: Render) -> dict[str, Any]:
     container: dict[str, Any] = manifest(render, "Deployment", RUNNER)["spec"]["template"]["spec"]["containers"][0]
     return container
@@ -94,8 +100,7 @@ def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_i
     bucket = render.one(BUCKET, "batch").inputs["name"]
     members = [r.inputs for r in render.by_type(BUCKET_MEMBER)]
     grants = {m["member"]: m["role"] for m in members if m["bucket"] == bucket}
-    runner = f"serviceAccount:{RUNNER}@llm-serving-prod.iam.gserviceaccount.com"
-    keda = "serviceAccount:keda-operator@llm-serving-prod.iam.gserviceaccount.com"
+    runner, keda = (f"serviceAccount:{email(render, account)}" for account in (RUNNER, "keda-operator"))
     assert grants == {runner: "roles/storage.objectUser", keda: "roles/storage.objectViewer"}
     # Neither has a grant on any other bucket (the compile cache's has its own reader).
     assert all(m["member"] not in (runner, keda) for m in members if m["bucket"] != bucket)
@@ -106,8 +111,7 @@ def test_the_runner_may_read_and_write_this_bucket_only_and_keda_may_only_read_i
 def test_the_runners_kubernetes_account_is_its_google_account_through_workload_identity() -> None:
     render = with_batch()
     account = manifest(render, "ServiceAccount", RUNNER)
-    email = account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
-    assert email == f"{RUNNER}@llm-serving-prod.iam.gserviceaccount.com"
+    assert account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"] == email(render, RUNNER)
     (binding,) = [r.inputs for r in render.by_type("gcp:serviceaccount/iAMMember:IAMMember") if r.name == "batch-runner-workload-identity"]
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == f"serviceAccount:llm-serving-prod.svc.id.goog[llm-serving/{RUNNER}]"
@@ -400,8 +404,7 @@ def test_the_runner_installs_nothing_from_the_internet_at_start() -> None:
         for r in render.by_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
         if r.inputs["repository"] == repository["repositoryId"]
     ]
-    runner_account = next(r for r in render.by_type("gcp:serviceaccount/account:Account") if r.inputs["accountId"] == RUNNER)
-    assert grant["role"] == "roles/artifactregistry.reader" and RUNNER in str(grant["member"]) and runner_account
+    assert grant["role"] == "roles/artifactregistry.reader" and grant["member"] == f"serviceAccount:{email(render, RUNNER)}"
     # The installed packages reach the runner on its Python path, through a volume of the pod only.
     deps = next(m["mountPath"] for m in install["volumeMounts"] if not m.get("readOnly"))
     assert deps in values_of(runner_container(render))["PYTHONPATH"].split(":")

@@ -4,13 +4,14 @@ repository ids."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from facts.naming import ACCOUNT_ID_LENGTH, NETWORK_NAME_LENGTH, account_id
 from render.changes import changes, records
-from render.engine import Render
+from render.engine import Render, render_stack
 from tests.config.test_platform_rules import refusal, with_changes
 from tests.conftest import render_with, rendered, stack_file_config
 
@@ -64,6 +65,38 @@ def test_a_stack_made_when_long_names_were_cut_keeps_its_nodes_account() -> None
     found = {(c.type, c.name): c.action for c in changes(before, now)}
     assert (ACCOUNT, "nodes") not in found
     assert found[(ACCOUNT, "replicas")] == "replace"
+
+
+def stack_accounts(render: Render) -> dict[str, str]:
+    return {a.name: a.inputs["accountId"] for a in render.by_type(ACCOUNT)}
+
+
+@pytest.mark.parametrize(("first", "second"), [("llm-dev", "llm-prod"), (LONG, LONG[:-1] + "b")])
+def test_two_stacks_of_one_project_derive_different_ids_for_every_account(first: str, second: str) -> None:
+    # A dev and a prod stack often share a project, where account ids are unique: one id in both fails the
+    # second stack's first `up` with 409.
+    one, other = (stack_accounts(render_with("batch", cluster={"name": name})) for name in (first, second))
+    assert set(one) == set(other) >= {*FROM_THE_CLUSTER, "keda-operator", "batch-runner"}
+    assert not set(one.values()) & set(other.values())
+
+
+def test_a_stack_up_with_the_fixed_ids_keeps_its_keda_and_runner_accounts_and_up_changes_nothing() -> None:
+    # Stacks made before the ids were derived per stack hold `keda-operator` and `batch-runner`: a new id would
+    # replace each account, and the pods acting as it would lose their grants until their next token.
+    now = records(rendered("batch"))
+    derived = {r["name"]: r["inputs"]["accountId"] for r in now if r["type"] == ACCOUNT}
+    fixed = {"keda-operator": "keda-operator", "batch-runner": "batch-runner"}
+    text = json.dumps(now)
+    for name, former in fixed.items():
+        # What named the account named it by its email, `<id>@<project>.iam.gserviceaccount.com`.
+        text = text.replace(f"{derived[name]}@", f"{former}@")
+    state = json.loads(text)
+    for record in state:
+        if record["type"] == ACCOUNT and record["name"] in fixed:
+            record["inputs"]["accountId"] = fixed[record["name"]]
+    assert state != now
+    up = records(render_stack("batch", config=stack_file_config("batch"), up=state))
+    assert changes(state, up) == []
 
 
 @pytest.mark.parametrize("name", ["a" * 31, "llm-serving-europe-west4-production-a-nodes", "a" * 20 + "-" * 5 + "b" * 10])
