@@ -31,7 +31,12 @@ WORK = PROJECT_ROOT / "build" / "mutation"
 # Each module, and the test files that test its behaviour without a full render where they can:
 # every mutant runs the tests that reach the mutated function, so render-heavy files cost minutes each.
 MODULES: dict[str, tuple[str, ...]] = {
-    "plan/stack.py": ("tests/plan/test_plan.py", "tests/plan/test_plan_rules.py", "tests/plan/test_plan_specs.py"),
+    "plan/stack.py": (
+        "tests/plan/test_plan.py",
+        "tests/plan/test_plan_rules.py",
+        "tests/plan/test_plan_specs.py",
+        "tests/plan/test_plan_every_key.py",
+    ),
     "plan/estimates.py": ("tests/plan/test_estimates_rules.py",),
     "render/changes.py": ("tests/render/test_changes_classes.py",),
     "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
@@ -60,6 +65,15 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/lifecycle.py": ("tests/render/test_lifecycle_rules.py",),
     "render/validation.py": ("tests/render/test_validation_rules.py",),
     "render/simulations/scaling.py": ("tests/render/simulations/test_scaling.py", "tests/render/simulations/test_scaling_rules.py"),
+    "plan/cold_start_estimate.py": ("tests/plan/test_cold_start_estimate.py", "tests/plan/test_cold_start_figures.py"),
+    "facts/gcp.py": ("tests/facts/test_gcp.py",),
+    "facts/images.py": ("tests/facts/test_images.py",),
+    "facts/kubernetes.py": ("tests/facts/test_kubernetes.py",),
+    "facts/metrics.py": ("tests/facts/test_metrics.py",),
+    "facts/vllm.py": ("tests/facts/test_vllm.py",),
+    "facts/data_files.py": ("tests/facts/test_data_files.py",),
+    "ops/batch_submit.py": ("tests/ops/test_batch_submit.py",),
+    "ops/cold_start.py": ("tests/ops/test_cold_start.py",),
 }
 
 
@@ -82,7 +96,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("plan.stack.x_cache_id", 'split("/")[+1]', "a model id is org/name: item 1 is the last"),
     Equivalent("plan.stack.x_cache_id", 'strip("XX-XX")', "the name is lower-cased first: it holds no X"),
     Equivalent("plan.stack.x_scheduling", "assert_never(None)", "unreachable: the capacity mode is a closed type"),
-    Equivalent("plan.stack.x_plan_stack", 'rstrip("XX-XX")', "a cluster name is lower case: it holds no X"),
     Equivalent(
         "plan.estimates.x__estimate", "if (scaled_to_zero) and False", "scaled to zero means most replicas 0, so nodes is 0 either way"
     ),
@@ -146,6 +159,24 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         'elif step == "reservation" or spec.reservation is not None',
         "spot and flex-start steps are taken first; a reservation step without a reservation is refused by the settings",
     ),
+    Equivalent(
+        "plan.cold_start_estimate.x_compile_cache_enabled",
+        '"XX0XX"',
+        "an unset switch reads as on either way: neither default is a true number",
+    ),
+    Equivalent("plan.cold_start_estimate.x_sizing", "(now.seconds or 1.0)", "the weights of a cache always have a figure"),
+    Equivalent("plan.cold_start_estimate.x_sizing", "(sized.seconds or 1.0)", "the weights of a cache always have a figure"),
+    Equivalent(
+        "plan.cold_start_estimate.xǁColdStartǁas_output",
+        '"coldCompileCache": _minutes(self.seconds(warm=None))',
+        "warm is read as a truth value: None takes the cold path, as False does",
+    ),
+    Equivalent(
+        "plan.cold_start_estimate.xǁColdStartǁas_output",
+        '"coldCompileCache": self.cost(warm=None)',
+        "warm is read as a truth value: None takes the cold path, as False does",
+    ),
+    Equivalent("ops.cold_start.x_main", "pod=options.pod, )", "measure's default prefix is the replicas' Deployment name, REPLICAS"),
 )
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-# A quantity's number and suffix (k8s.io/apimachinery/pkg/api/resource); exponent forms are not taken.
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+# A quantity's number (ASCII digits) and suffix (k8s.io/apimachinery/pkg/api/resource); exponent forms are not taken.
+_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?")
 _QUANTITY_FACTORS = {
     None: Decimal(1),
     "m": Decimal("0.001"),
@@ -24,15 +24,13 @@ _QUANTITY_FACTORS = {
     "Ei": Decimal(2**60),
 }
 # Kubernetes 1.30+ (RelaxedEnvironmentVariableValidation) takes any printable ASCII but '='.
-ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+$")
+ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+\Z")
 
 
 def quantity(value: str) -> Decimal:
     """A Kubernetes quantity as a number (cores, bytes); raises ``ValueError`` on anything else."""
-    match = _QUANTITY.match(value)
+    # The whole text: `$` would also end a match before a trailing newline.
+    match = _QUANTITY.fullmatch(value)
     if match is None:
         raise ValueError(value)
-    try:
-        return Decimal(match.group(1)) * _QUANTITY_FACTORS[match.group(2)]
-    except InvalidOperation as error:
-        raise ValueError(value) from error
+    return Decimal(match.group(1)) * _QUANTITY_FACTORS[match.group(2)]
