@@ -236,6 +236,8 @@ def test_the_autoscaling_spec_carries_every_autoscaling_key(full: StackPlan) -> 
     assert scaling.batch_windows == (BatchWindow("0 22 * * 1-5", "0 6 * * 2-6", "Europe/Amsterdam", 4),)
     assert scaling.cold_start_seconds == 40 * 60
     assert scaling.image_registry == f"{MIRROR}/ghcr-io"
+    # KEDA's Google account is named after the cluster: a fixed id is taken by the first stack of a project.
+    assert scaling.account_id == "serving-cluster-keda"
 
 
 def test_the_gateway_spec_carries_every_gateway_key(full: StackPlan) -> None:
@@ -270,6 +272,7 @@ def test_the_batch_spec_carries_the_runners_size_and_its_idle_tail(full: StackPl
     # KEDA's cooldown (idleMinutes) plus one poll: 20 min and 45 s.
     assert batch.idle_tail_seconds == 20 * 60 + 45
     assert (batch.concurrency_per_replica, batch.poll_seconds, batch.served_model) == (500, 45, "chat")
+    assert batch.account_id == "serving-cluster-batch"
 
 
 def test_observability_carries_every_observability_key(full: StackPlan) -> None:
