@@ -74,6 +74,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "facts/data_files.py": ("tests/facts/test_data_files.py",),
     "ops/batch_submit.py": ("tests/ops/test_batch_submit.py",),
     "ops/cold_start.py": ("tests/ops/test_cold_start.py",),
+    "render/progress.py": ("tests/render/test_progress_steps.py",),
 }
 
 
