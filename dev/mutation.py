@@ -76,6 +76,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ops/cold_start.py": ("tests/ops/test_cold_start.py",),
     "render/progress.py": ("tests/render/test_progress_steps.py",),
     "render/files.py": ("tests/render/test_files_rules.py",),
+    "render/engine.py": ("tests/render/test_engine_rules.py",),
 }
 
 
