@@ -77,6 +77,27 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/progress.py": ("tests/render/test_progress_steps.py",),
     "render/files.py": ("tests/render/test_files_rules.py",),
     "render/engine.py": ("tests/render/test_engine_rules.py",),
+    # Components run alone under the mock engine (tests/components/alone.py), workloads and preflight on pure inputs.
+    "components/autoscaling.py": ("tests/components/test_autoscaling_rules.py",),
+    "components/replicas.py": ("tests/components/test_replicas_rules.py",),
+    "components/batch.py": ("tests/components/test_batch_rules.py",),
+    "components/model_cache.py": ("tests/components/test_model_cache_rules.py",),
+    "components/benchmark.py": ("tests/components/test_benchmark_rules.py",),
+    "components/observability.py": ("tests/components/test_observability_rules.py",),
+    "components/gateway.py": ("tests/components/test_gateway_rules.py",),
+    "components/cluster.py": ("tests/components/test_cluster_rules.py",),
+    "workloads/batch/lines.py": ("tests/workloads/batch/test_lines.py",),
+    "workloads/batch/report.py": ("tests/workloads/batch/test_report.py",),
+    "workloads/batch/serving.py": ("tests/workloads/batch/test_serving.py",),
+    "workloads/batch/replicas.py": ("tests/workloads/batch/test_replicas_api.py",),
+    "workloads/cold_start/phases.py": ("tests/workloads/cold_start/test_phases.py",),
+    "workloads/benchmark_summary.py": ("tests/components/test_benchmark.py",),
+    "workloads/cache_release.py": ("tests/workloads/test_cache_release.py",),
+    "preflight/adapt.py": ("tests/preflight/test_adapt.py",),
+    "preflight/drain.py": ("tests/preflight/test_drain.py",),
+    "preflight/report.py": ("tests/preflight/test_report.py",),
+    "preflight/logscan.py": ("tests/preflight/test_logscan.py",),
+    "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
 }
 
 
@@ -180,6 +201,22 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "warm is read as a truth value: None takes the cold path, as False does",
     ),
     Equivalent("ops.cold_start.x_main", "pod=options.pod, )", "measure's default prefix is the replicas' Deployment name, REPLICAS"),
+    Equivalent(
+        "components.observability.xǁObservabilityǁ__init__",
+        "path.rsplit('/', 2)[-1]",
+        "two splits from the right leave the same last segment",
+    ),
+    Equivalent("workloads.batch.replicas.xǁDeploymentApiǁ_get", 'headers={"accept": accept}', "urllib capitalizes header names"),
+    Equivalent("workloads.batch.replicas.xǁDeploymentApiǁ_get", 'headers={"ACCEPT": accept}', "urllib capitalizes header names"),
+    Equivalent("workloads.batch.replicas.xǁDeploymentApiǁ_get", 'add_header("authorization"', "urllib capitalizes header names"),
+    Equivalent("workloads.batch.replicas.xǁDeploymentApiǁ_get", 'add_header("AUTHORIZATION"', "urllib capitalizes header names"),
+    Equivalent("workloads.batch.replicas.xǁDeploymentApiǁ__init__", 'rstrip("XX/XX")', "the API's address ends in its port: no X to strip"),
+    Equivalent("workloads.batch.serving.x_send", 'rstrip("XX/XX")', "the replicas' base URL ends in /v1: no X to strip"),
+    Equivalent("workloads.batch.serving.x_send", '{"content-type": "application/json"}', "HTTP header names are case-insensitive"),
+    Equivalent("workloads.batch.serving.x_send", '{"CONTENT-TYPE": "application/json"}', "HTTP header names are case-insensitive"),
+    Equivalent("workloads.batch.serving.x_send", 'headers.get("x-request-id")', "aiohttp's response headers ignore case"),
+    Equivalent("workloads.batch.serving.x_send", 'headers.get("X-REQUEST-ID")', "aiohttp's response headers ignore case"),
+    Equivalent("workloads.batch.serving.x_as_object", 'body = ""', "an empty string is not a dict either: the text is wrapped the same"),
 )
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.

@@ -1,0 +1,38 @@
+"""A component run alone under the render's mock engine, without rendering a stack: what it registers, with which options."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable
+
+import pulumi
+
+from render.engine import Render, _Mocks
+from render.sdk import run_program
+
+
+def registered(program: Callable[[], object], engine: pulumi.runtime.Mocks | None = None) -> Render:
+    """What ``program`` registers, recorded as a render records a stack's resources (the render's mock engine unless given)."""
+    render = Render(stack="dev")
+
+    def body() -> None:
+        program()
+
+    def run() -> None:
+        run_program(
+            body,
+            project="llm",
+            stack="dev",
+            config={},
+            secret_keys=[],
+            # The render's engine: it gives service accounts the email and member a real provider returns.
+            engine=engine or _Mocks(),
+            resources=render.resources,
+            invokes=render.invokes,
+            logger=logging.getLogger("component-alone"),
+        )
+
+    # A fresh context per run: the SDK keeps its state in context variables.
+    contextvars.Context().run(run)
+    return render

@@ -1,0 +1,90 @@
+"""Reading one input line of an OpenAI Batch API file, and the answer's id and line (pure, no bucket)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from workloads.batch.lines import BadLine, Request, answer_id, answered, parse
+
+GOOD = {"custom_id": "q-1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "qwen", "messages": []}}
+
+
+def line(**changes: object) -> bytes:
+    return json.dumps({**GOOD, **changes}).encode()
+
+
+@pytest.mark.parametrize("url", ["/v1/chat/completions", "/v1/completions"])
+def test_a_post_to_an_endpoint_vllm_serves_is_a_request(url: str) -> None:
+    seen: set[str] = set()
+    assert parse(3, line(url=url), seen) == Request("q-1", url, {"model": "qwen", "messages": []})
+    assert seen == {"q-1"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b'{"custom_id": ', BadLine(None, "invalid_json", "line 7: not JSON (")),
+        (b"[" * 100_000 + b"]" * 100_000, BadLine(None, "invalid_json", "line 7: JSON nested too deeply to read")),
+        (b"[1, 2]", BadLine(None, "invalid_json", "line 7: a JSON object is required, got list")),
+        (b'"text"', BadLine(None, "invalid_json", "line 7: a JSON object is required, got str")),
+        (line(custom_id=None), BadLine(None, "missing_custom_id", "line 7: custom_id must be a non-empty string, got None")),
+        (line(custom_id=""), BadLine(None, "missing_custom_id", "line 7: custom_id must be a non-empty string, got ''")),
+        (line(custom_id=12), BadLine(None, "missing_custom_id", "line 7: custom_id must be a non-empty string, got 12")),
+        (line(method="GET"), BadLine("q-1", "unsupported_method", "line 7: method 'GET' is not supported; use 'POST'")),
+        (line(method=None), BadLine("q-1", "unsupported_method", "line 7: method None is not supported; use 'POST'")),
+        (
+            line(url="/v1/embeddings"),
+            BadLine(
+                "q-1",
+                "unsupported_url",
+                "line 7: url '/v1/embeddings' is not supported; use one of ['/v1/chat/completions', '/v1/completions']",
+            ),
+        ),
+        (line(body=[1]), BadLine("q-1", "invalid_body", "line 7: body must be a JSON object, got list")),
+        (line(body=None), BadLine("q-1", "invalid_body", "line 7: body must be a JSON object, got NoneType")),
+    ],
+)
+def test_a_bad_line_is_reported_with_its_number_and_what_is_wrong(raw: bytes, expected: BadLine) -> None:
+    found = parse(7, raw, set())
+    assert isinstance(found, BadLine)
+    assert (found.custom_id, found.code) == (expected.custom_id, expected.code)
+    if expected.message.endswith("("):
+        assert found.message.startswith(expected.message) and found.message.endswith(")")
+    else:
+        assert found.message == expected.message
+
+
+def test_a_custom_id_used_again_is_a_duplicate_even_when_its_first_line_was_bad() -> None:
+    seen: set[str] = set()
+    assert isinstance(parse(1, line(method="GET"), seen), BadLine) and seen == {"q-1"}
+    assert parse(2, line(), seen) == BadLine("q-1", "duplicate_custom_id", "line 2: custom_id 'q-1' was already used by an earlier line")
+    # A line without a usable id takes no place among the ids.
+    parse(3, line(custom_id=""), seen)
+    assert seen == {"q-1"}
+
+
+def test_the_answer_id_is_the_same_on_every_run_of_a_batch_and_its_own_per_batch_and_line() -> None:
+    first = answer_id("input/a.jsonl/17", "q-1", 1)
+    assert first == answer_id("input/a.jsonl/17", "q-1", 99)
+    assert first.startswith("batch_req_") and len(first) == len("batch_req_") + 24
+    # The first 24 hex digits of the SHA-256 of the batch and the line's custom_id (or #line) on two lines.
+    assert first == "batch_req_" + hashlib.sha256(b"input/a.jsonl/17\nq-1").hexdigest()[:24]
+    assert answer_id("input/a.jsonl/17", None, 5) == "batch_req_" + hashlib.sha256(b"input/a.jsonl/17\n#5").hexdigest()[:24]
+    others = {answer_id("input/a.jsonl/18", "q-1", 1), answer_id("input/a.jsonl/17", "q-2", 1), answer_id("input/a.jsonl/17", None, 6)}
+    assert first not in others and len(others) == 3
+
+
+def test_an_answer_is_one_compact_json_line_of_the_batch_output_format() -> None:
+    done = answered("batch_req_1", "q-1", {"status_code": 200, "body": {"id": "x"}}, None)
+    assert done == b'{"id":"batch_req_1","custom_id":"q-1","response":{"status_code":200,"body":{"id":"x"}},"error":null}\n'
+    failed = answered("batch_req_2", None, None, {"code": "invalid_json", "message": "line 2: not JSON"})
+    assert json.loads(failed) == {
+        "id": "batch_req_2",
+        "custom_id": None,
+        "response": None,
+        "error": {"code": "invalid_json", "message": "line 2: not JSON"},
+    }
+    assert failed.endswith(b"}\n") and failed.count(b"\n") == 1
