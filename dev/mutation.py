@@ -77,6 +77,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "render/progress.py": ("tests/render/test_progress_steps.py",),
     "render/files.py": ("tests/render/test_files_rules.py",),
     "render/engine.py": ("tests/render/test_engine_rules.py",),
+    "render/cli.py": ("tests/render/test_cli_rules.py",),
     # Components run alone under the mock engine (tests/components/alone.py), workloads and preflight on pure inputs.
     "components/autoscaling.py": ("tests/components/test_autoscaling_rules.py",),
     "components/replicas.py": ("tests/components/test_replicas_rules.py",),
