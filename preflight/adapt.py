@@ -159,7 +159,9 @@ def adapt(
     )
     if port != spec.port:
         flags = _replace_flag(flags, ("--port",), str(port))
-        changes.append(Adaptation("--port", str(spec.port), str(port), f"port {spec.port} is taken on this machine"))
+        changes.append(
+            Adaptation("--port", str(spec.port), str(port), f"the port given with --port, or a free one when {spec.port} is taken here")
+        )
     needs_cute_dsl = flashinfer_gdn_prefill(machine, model) and CUTE_DSL_MODULE not in machine.modules
     if takes_gdn_flag and flag_value(flags, GDN_FLAG) is None and needs_cute_dsl:
         flags = (*flags, f"{GDN_FLAG}=triton")

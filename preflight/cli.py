@@ -52,6 +52,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--observe-after-grace", type=float, default=30.0, help="seconds to keep watching a draining engine after its SIGKILL was due"
     )
+    p.add_argument("--port", type=int, help="the port the engine listens on here (default: the stack's, or a free one when that is taken)")
     p.add_argument("--ready-timeout", type=float, default=1500.0, help="seconds to wait for /health 200")
     p.add_argument(
         "--first-answer-budget", type=float, default=10.0, help="seconds after Ready within which the first completion must be answered"
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         drain=not args.no_drain,
         drain_requests=args.drain_requests,
         observe_after_grace=args.observe_after_grace,
+        port=args.port,
     )
     result = execute(options)
     print(report.text(result), end="")

@@ -55,6 +55,7 @@ class Options:
     drain_requests: int = 32
     observe_after_grace: float = 30.0
     bench_timeout: float = 600.0
+    port: int | None = None  # None: the stack's, or a free one when that is taken
 
 
 class Progress:
@@ -225,7 +226,7 @@ class Preflight:
             "tmp": self.work / "tmp",
         }
         isolated = {"HOME": str(self.roots["home"]), "TMPDIR": str(self.roots["tmp"])} if self.mode == "local" else {}
-        self.port = free_port(self.spec.port)
+        self.port = self.o.port or free_port(self.spec.port)
         self.run = adapt(
             self.spec,
             m,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,12 @@ def preflight(tmp_path: Path, *args: str, release: str = "0.26.0") -> tuple[subp
         "FAKE_VLLM_TIME_SCALE": "0.1",
         "HF_HOME": str(tmp_path / "hf"),
     }
-    argv = [sys.executable, "-m", "preflight", "dev", "--rendered", str(DEV / "rendered"), "--work", str(work), "--engine", "local", *args]
+    # A port of its own: the stack's 8000 may be held by another run on this machine between the check and the bind.
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = str(spare.getsockname()[1])
+    argv = [sys.executable, "-m", "preflight", "dev", "--rendered", str(DEV / "rendered"), "--work", str(work), "--engine", "local"]
+    argv += ["--port", port, *args]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     return done, work
 
@@ -86,7 +92,13 @@ def test_a_full_run_reports_every_section_and_exits_1_naming_the_drain(tmp_path:
     assert [s["name"] for s in result["starts"]] == ["1-cold", "2-all-caches"]
     assert all(s["metrics"]["ok"] for s in result["starts"])
     assert result["starts"][1]["throughput"]["completed"] == 5
-    assert {a["what"] for a in result["adaptations"]} >= {"--data-parallel-size", "model", "--gdn-prefill-backend", "env VLLM_CACHE_ROOT"}
+    assert {a["what"] for a in result["adaptations"]} >= {
+        "--data-parallel-size",
+        "model",
+        "--gdn-prefill-backend",
+        "env VLLM_CACHE_ROOT",
+        "--port",
+    }
     assert result["caches"]["compile cache:torch_compile_cache/abc"]["2-all-caches"] == "reused"
     assert [f["what"] for f in result["verdict"]["failures"]] == ["drain: in-flight requests", "drain: grace budget"]
     assert "FAILED (2):" in done.stdout and (work / "report.txt").read_text() in done.stdout
