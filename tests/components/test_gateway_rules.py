@@ -107,9 +107,14 @@ def test_the_route_sends_every_path_to_the_pool() -> None:
 
 
 def transformed(transform: pulumi.ResourceTransform, type_: str, props: dict[str, Any]) -> dict[str, Any] | None:
-    result = transform(pulumi.ResourceTransformArgs(True, type_, "object", props, pulumi.ResourceOptions()))
+    options = pulumi.ResourceOptions(protect=True)
+    result = transform(pulumi.ResourceTransformArgs(True, type_, "object", props, options))
     assert result is None or isinstance(result, pulumi.ResourceTransformResult)
-    return None if result is None else dict(result.props)
+    if result is None:
+        return None
+    # The object keeps the options the chart gave it.
+    assert result.opts is options
+    return dict(result.props)
 
 
 POLICY = "kubernetes:networking.gke.io/v1:GCPBackendPolicy"
