@@ -281,7 +281,11 @@ def test_the_cache_is_registered_in_its_order() -> None:
         "deletionPolicy": "Delete",
     }
     account = [r for r in render.resources if r.name == "release-qwen-0a1b2c3d" and not r.type.endswith(":Job")]
-    assert sorted(r.type.rsplit(":", 1)[1] for r in account) == ["Role", "RoleBinding", "ServiceAccount"]
+    assert sorted(r.type for r in account) == [
+        "kubernetes:core/v1:ServiceAccount",
+        "kubernetes:rbac.authorization.k8s.io/v1:Role",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+    ]
     role = next(r for r in account if r.type.endswith(":Role")).inputs
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]},
