@@ -55,11 +55,11 @@ def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
     return Request(custom_id, url, body)
 
 
-def answer_id(batch: str, custom_id: str | None, line_number: int) -> str:
+def answer_id(batch: str, line_number: int) -> str:
     """The answer's ``id``: the same on every run of a batch, so a resumed batch writes what the first run would
-    have, and another batch under the same name (another generation) gets its own."""
-    key = f"{batch}\n{custom_id if custom_id is not None else f'#{line_number}'}"
-    return "batch_req_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+    have; its own for each line (a custom_id can be missing or used twice), and for another batch under the same
+    name (another generation)."""
+    return "batch_req_" + hashlib.sha256(f"{batch}\n{line_number}".encode()).hexdigest()[:24]
 
 
 def answered(answer: str, custom_id: str | None, response: dict[str, Any] | None, error: dict[str, str] | None) -> bytes:

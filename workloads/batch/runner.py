@@ -420,7 +420,7 @@ async def _answer_part(
         finally:
             limiter.release()
             Progress.add(progress.in_flight, -1)
-        line, succeeded = answer_line(lines.answer_id(key, request.custom_id, first_line + position), request.custom_id, outcome)
+        line, succeeded = answer_line(lines.answer_id(key, first_line + position), request.custom_id, outcome)
         if succeeded:
             answers[position] = line
             counts["succeeded"] += 1
@@ -433,7 +433,7 @@ async def _answer_part(
     sends = []
     for position, line in enumerate(parsed):
         if isinstance(line, lines.BadLine):
-            answer_id = lines.answer_id(key, line.custom_id, first_line + position)
+            answer_id = lines.answer_id(key, first_line + position)
             errors[position] = lines.answered(answer_id, line.custom_id, None, {"code": line.code, "message": line.message})
             counts["failed"] += 1
             counts["bad_lines"] += 1

@@ -199,6 +199,21 @@ def test_worker_processes_split_one_input_and_answer_each_line_once(
     assert set(server.stats()["answered"].values()) == {1}
 
 
+def test_every_line_of_a_batch_is_answered_under_an_id_of_its_own(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    # A line without a custom_id, a line whose custom_id reads like a line number, and a custom_id used twice:
+    # a consumer that joins the output and errors files on "id" must find one line under each.
+    no_id = {key: value for key, value in chat_line("x").items() if key != "custom_id"}
+    upload_lines(bucket, "ids.jsonl", [no_id, chat_line("#1"), chat_line("#2"), chat_line("q"), chat_line("q")])
+
+    run_once(bucket, vllm_like(), kubernetes_api)
+
+    records = read_jsonl(bucket, "output/ids.jsonl/") + read_jsonl(bucket, "errors/ids.jsonl/")
+    assert len(records) == 5
+    assert len({record["id"] for record in records}) == 5, records
+
+
 def runner_process(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, lease_seconds: float) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "tests.workloads.batch.runner_process", bucket.name, server.url, api.url, str(lease_seconds)]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
