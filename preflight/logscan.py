@@ -26,7 +26,7 @@ FIGURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "v1/worker/gpu_model_runner.py",
     ),
     ("dynamo transform", re.compile(r"Dynamo bytecode transform time: (?P<s>[\d.]+) s"), "compilation/backends.py"),
-    ("graph compile", re.compile(r"Compiling a graph for compile range \S+ takes (?P<s>[\d.]+) s"), "compilation/backends.py"),
+    ("graph compile", re.compile(r"Compiling a graph for compile range .+? takes (?P<s>[\d.]+) s"), "compilation/backends.py"),
     ("torch.compile", re.compile(r"torch\.compile took (?P<s>[\d.]+) s in total"), "compilation/monitor.py"),
     ("profiling/warmup", re.compile(r"Initial profiling/warmup run took (?P<s>[\d.]+) s"), "compilation/monitor.py"),
     ("init engine", re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<s>[\d.]+) s"), "v1/engine/core.py"),
