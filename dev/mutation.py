@@ -94,10 +94,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workloads/cold_start/phases.py": ("tests/workloads/cold_start/test_phases.py",),
     "workloads/benchmark_summary.py": ("tests/components/test_benchmark.py",),
     "workloads/cache_release.py": ("tests/workloads/test_cache_release.py",),
-    "preflight/adapt.py": ("tests/preflight/test_adapt.py",),
+    "preflight/adapt.py": ("tests/preflight/test_adapt.py", "tests/preflight/test_adapt_rules.py"),
     "preflight/drain.py": ("tests/preflight/test_drain.py",),
     "preflight/report.py": ("tests/preflight/test_report.py",),
-    "preflight/logscan.py": ("tests/preflight/test_logscan.py",),
+    "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
 }
 
