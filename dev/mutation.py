@@ -96,7 +96,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workloads/cache_release.py": ("tests/workloads/test_cache_release.py",),
     "preflight/adapt.py": ("tests/preflight/test_adapt.py", "tests/preflight/test_adapt_rules.py"),
     "preflight/drain.py": ("tests/preflight/test_drain.py",),
-    "preflight/report.py": ("tests/preflight/test_report.py",),
+    "preflight/report.py": ("tests/preflight/test_report.py", "tests/preflight/test_report_rules.py"),
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
 }
