@@ -179,6 +179,42 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "the windows repeat weekly: a span a week after the first holds what the first does",
     ),
     Equivalent("config.section.x_utc_time", "raise ValueError(None)", "the same function catches it and raises its own problem"),
+    Equivalent("preflight.adapt.x__replace_flag", 'split("=", )[0]', "only the part before the first = is read"),
+    Equivalent("preflight.adapt.x__replace_flag", 'split("=", 2)[0]', "only the part before the first = is read"),
+    Equivalent("preflight.adapt.x__replace_flag", "    placed = None\n    skip", "None and False are both false"),
+    Equivalent("preflight.adapt.x__replace_flag", "    skip = None\n    for", "None and False are both false"),
+    Equivalent("preflight.adapt.x__replace_flag", "if skip:\n            skip = None", "None and False are both false"),
+    Equivalent("preflight.adapt.x_without_flags", 'split("=", )[0]', "only the part before the first = is read"),
+    Equivalent("preflight.adapt.x_without_flags", 'split("=", 2)[0]', "only the part before the first = is read"),
+    Equivalent("preflight.adapt.x_without_flags", "    skip = None\n    for", "None and False are both false"),
+    Equivalent("preflight.adapt.x_without_flags", "if skip:\n            skip = None", "None and False are both false"),
+    Equivalent(
+        "preflight.adapt.x_flashinfer_gdn_prefill", "(machine.cuda_runtime_major or 1)", "an unknown runtime is below 13 as 0 or as 1"
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt",
+        "if (machine.capability) or True",
+        "unreachable: FlashInfer's prefill is picked only on a GPU whose capability was read",
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt", '"XXthis GPUXX"', "unreachable: FlashInfer's prefill is picked only on a GPU whose capability was read"
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt", '"this gpu"', "unreachable: FlashInfer's prefill is picked only on a GPU whose capability was read"
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt", '"THIS GPU"', "unreachable: FlashInfer's prefill is picked only on a GPU whose capability was read"
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt",
+        "sorted(volumes, key=None, reverse=True)",
+        "of two mounts holding a value one is a prefix of the other, so it sorts first by length and by text alike",
+    ),
+    Equivalent(
+        "preflight.adapt.x_adapt",
+        "sorted(volumes, reverse=True)",
+        "of two mounts holding a value one is a prefix of the other, so it sorts first by length and by text alike",
+    ),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

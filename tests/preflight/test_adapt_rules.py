@@ -133,6 +133,14 @@ def test_a_flag_without_a_value_does_not_take_the_next_flag_with_it() -> None:
     assert run.flags == ("--data-parallel-size=1", "--port=9000", "--enforce-eager")
 
 
+def test_a_flag_given_with_its_value_keeps_the_word_after_it() -> None:
+    assert adapted(("--data-parallel-size=4", "word"), port=9000).flags == ("--data-parallel-size=1", "word", "--port=9000")
+
+
+def test_a_spaced_flag_without_a_value_at_the_end_is_replaced() -> None:
+    assert adapted(("--host=h", "--port"), port=9000).flags == ("--host=h", "--port=9000")
+
+
 def test_an_empty_data_parallel_value_counts_as_one_engine() -> None:
     run = adapted(("--data-parallel-size=", "--host=0.0.0.0"))
     assert run.flags == ("--data-parallel-size=", "--host=0.0.0.0")
@@ -245,7 +253,7 @@ def test_variables_from_secrets_are_listed_and_left_unset() -> None:
     run = adapted(machine=replace(H100, gpus=8), env_from_refs=("HF_TOKEN",))
     token = change(run, "env HF_TOKEN")
     assert (token.rendered, token.run) == ("(from a secret or field)", None)
-    assert "not in the render" in token.reason
+    assert token.reason == "its value is not in the render; left unset"
     assert "HF_TOKEN" not in run.env
 
 
@@ -269,6 +277,9 @@ def test_an_adaptation_reads_as_a_dict_of_its_four_fields() -> None:
         (("--speculative-config={}", "--b"), ("--b",)),
         (("--a", "--speculative-config"), ("--a",)),
         (("--speculative-config", "--b", "x"), ("--b", "x")),
+        (("--speculative-config={}", "x"), ("x",)),
+        (("--a", "--speculative-config", "{}"), ("--a",)),
+        (('--speculative-config={"model": "a=b"}', "--b"), ("--b",)),
     ],
 )
 def test_a_variant_drops_the_flag_in_every_form_and_only_its_own_value(flags: tuple[str, ...], left: tuple[str, ...]) -> None:
@@ -285,3 +296,9 @@ def test_the_container_publishes_the_run_port_and_passes_only_what_is_given() ->
     volumes = [words[i + 1] for i, w in enumerate(words) if w == "-v"]
     assert volumes == ["/local/model:/models/m:ro", "/local/a:/a", "/local/z:/z"]
     assert [words[i + 1] for i, w in enumerate(words) if w == "-e"] == ["A=2", "Z=1"]
+
+
+def test_the_home_folder_is_mounted_at_roots_home() -> None:
+    run = adapted(machine=replace(H100, gpus=8))
+    words = container_command("podman", ENGINE, run, name="n", model_dir="/local/model", volumes={}, home="/local/home")
+    assert words[words.index("/local/home:/root") - 1] == "-v"
