@@ -262,3 +262,47 @@ def test_the_text_uses_a_verdict_already_written() -> None:
     lines = text({"stack": "s", "verdict": written}).splitlines()
     assert lines == ["preflight of stack s", "  drain d [FAIL]: t", "FAILED (1):", "  - x: y"]
     assert text({"stack": "s"}).splitlines() == ["preflight of stack s", "PASSED"]
+
+
+def test_every_start_and_every_request_is_judged_after_one_that_failed() -> None:
+    bad = {"ending": "cut"}
+    result = {"starts": [start(ready_s=None), start("2-warm", requests={"a": bad, "b": bad}), start("3-all", ready_s=None)]}
+    assert [f["what"] for f in failures(result)] == ["1-cold start", "2-warm requests", "2-warm requests", "3-all start"]
+
+
+def test_a_refusal_is_told_as_given() -> None:
+    assert failures({"refused": "vLLM 0.25.0 is not covered"}) == [{"what": "refused", "text": "vLLM 0.25.0 is not covered"}]
+
+
+def test_an_errored_throughput_fails_even_with_requests_completed() -> None:
+    summary = {"error": "the client exited", "completed": 300, "failed": 0}
+    assert failures({"starts": [start(throughput=summary)]}) == [{"what": "throughput", "text": "1-cold: error: the client exited"}]
+
+
+def test_lists_in_the_text_and_the_failures_are_comma_separated() -> None:
+    check = {"ok": False, "unlabelled": ["vllm:a", "vllm:b"]}
+    result = {
+        "engine": {"release": "0.26.0"},
+        "flags": {"names": ["--a", "--b"], "unknown_to_release": ["--a", "--b"]},
+        "starts": [
+            start(
+                metrics=check,
+                scan={"markers": {"kernel JIT at inference": [f"k{i}" for i in range(6)]}},
+                caches={"/home": {"written": {"triton": [19, 1], "flashinfer": [35, 2]}}},
+                drain={**DRAIN, "exit_s": 14.5},
+            ),
+            start("2-warm", scan={}),
+        ],
+    }
+    lines = text(result).splitlines()
+    assert "  flags: 2 rendered, not taken: --a, --b" in lines
+    assert "    kernels compiled at inference: 6 (k0, k1, k2, k3, k4, k5)" in lines
+    assert "    wrote in /home: triton (19 files), flashinfer (35 files)" in lines
+    assert "    drain: port closed 0.1 s after SIGTERM, exit 14.5 s after SIGTERM (SIGKILL due at 20.0 s)" in lines
+    assert "  - flags: vLLM 0.26.0 does not take --a, --b" in lines
+    assert "  - metrics: 1-cold: without engine/model_name labels: vllm:a, vllm:b" in lines
+
+
+def test_a_comparison_without_a_rate_gives_no_ratio() -> None:
+    result = {"starts": [start(throughput={"total_token_throughput": 30.0})], "comparisons": {"no-mtp": comparison(None)}}
+    assert throughput_ratios(result) == {"stack_without_mtp_over_defaults": None, "stack_with_mtp_over_without": None}
