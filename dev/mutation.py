@@ -215,6 +215,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "sorted(volumes, reverse=True)",
         "of two mounts holding a value one is a prefix of the other, so it sorts first by length and by text alike",
     ),
+    Equivalent("preflight.logscan.x_parse_with_project", "Breakdown(pod=None)", "the breakdown's pod name is never read here"),
+    Equivalent("preflight.logscan.x_parse_with_project", '"XXpreflightXX"', "the breakdown's pod name is never read here"),
+    Equivalent("preflight.logscan.x_parse_with_project", '"PREFLIGHT"', "the breakdown's pod name is never read here"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

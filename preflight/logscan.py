@@ -50,7 +50,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def line_time(line: str) -> datetime | None:
     match = STAMP.match(line)
-    return datetime.fromisoformat(match["stamp"].replace("Z", "+00:00")) if match else None
+    return datetime.fromisoformat(match["stamp"]) if match else None
 
 
 @dataclass

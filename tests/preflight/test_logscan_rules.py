@@ -5,6 +5,7 @@ Every figure and marker is read from a line of its own, stamped as ``kubectl log
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -105,11 +106,12 @@ def test_lines_without_a_stamp_are_read_but_not_timed() -> None:
         [
             "torch.compile took 1.5 s in total",
             at(3, "start"),
+            "torch.compile took 2.5 s in total",
             "Starting vLLM server on http://h:1",
             at(5, "Starting vLLM server on http://h:2"),
         ]
     )
-    assert scan.figures == {"torch.compile": [1.5]}
+    assert scan.figures == {"torch.compile": [1.5, 2.5]}
     assert scan.markers == {"server start": ["http://h:1", "http://h:2"]}
     assert scan.first_seen == {"server start": 2.0}
 
@@ -123,7 +125,17 @@ def test_the_stamp_is_rfc_3339_in_utc_with_microseconds_and_reads_back() -> None
     moment = datetime(2026, 1, 2, 3, 4, 5, 60, tzinfo=UTC)
     assert logscan.stamp(moment) == "2026-01-02T03:04:05.000060Z"
     assert logscan.line_time(logscan.stamp(moment) + " x") == moment
-    assert abs((logscan.line_time(logscan.stamp() + " x") - datetime.now(UTC)).total_seconds()) < 60  # type: ignore[operator]
+
+
+def test_the_stamp_of_now_is_in_utc_whatever_the_machines_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        now = logscan.line_time(logscan.stamp() + " x")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert now is not None and abs((now - datetime.now(UTC)).total_seconds()) < 60
 
 
 @pytest.mark.parametrize("line", ["2026-01-02T03:04:05Z x", "x 2026-01-02T03:04:05.1Z y", "2026-01-02T03:04:05.1Z"])
@@ -152,3 +164,8 @@ def test_the_parsers_phases_leave_out_the_nodes_and_the_images() -> None:
     assert "node provisioned" not in parsed["phases"] and "image pulled or streamed" not in parsed["phases"]
     assert parsed["vllmSeconds"] == {"weights": 0.85}
     assert parsed["compileCacheHit"] is True
+
+
+def test_a_log_without_stamps_says_so() -> None:
+    with pytest.raises(ValueError, match=r"^no stamped line in the log$"):
+        logscan.started_at(["INFO no stamp"])
