@@ -95,7 +95,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workloads/benchmark_summary.py": ("tests/components/test_benchmark.py",),
     "workloads/cache_release.py": ("tests/workloads/test_cache_release.py",),
     "preflight/adapt.py": ("tests/preflight/test_adapt.py", "tests/preflight/test_adapt_rules.py"),
-    "preflight/drain.py": ("tests/preflight/test_drain.py",),
+    "preflight/drain.py": (
+        "tests/preflight/test_drain.py",
+        "tests/preflight/test_drain_rules.py",
+        # A stand-in engine (fake_vllm.py) in its own process, drained in about 6 s.
+        "tests/preflight/test_drain_run.py",
+    ),
     "preflight/report.py": ("tests/preflight/test_report.py", "tests/preflight/test_report_rules.py"),
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
