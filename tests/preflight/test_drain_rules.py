@@ -11,11 +11,11 @@ from preflight.drain import CUT_SLACK_SECONDS, Finding, in_flight, judge
 
 # Grace 25 s, preStop 5 s, --shutdown-timeout 13 s: SIGKILL is due 20 s after SIGTERM.
 PLAN = {"grace_seconds": 25, "prestop_seconds": 5.0, "shutdown_timeout": 13.0, "observe_after_grace": 30.0}
-ANSWERED = {"ending": "answered", "last_chunk": 3.0, "end": 3.1}
+ANSWERED: dict[str, Any] = {"ending": "answered", "last_chunk": 3.0, "end": 3.1}
 
 
-def record(exit_s: float | None = 10.0, port_closed_s: float | None = 0.1, **requests: dict[str, Any]) -> dict[str, Any]:
-    return {"plan": PLAN, "sigkill_due_s": 20.0, "port_closed_s": port_closed_s, "exit_s": exit_s, "requests": requests}
+def record(exit_s: float | None = 10.0, port_closed_s: float | None = 0.1, requests: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"plan": PLAN, "sigkill_due_s": 20.0, "port_closed_s": port_closed_s, "exit_s": exit_s, "requests": requests or {}}
 
 
 def found(rec: dict[str, Any], what: str, clean: float | None = None) -> Finding:
@@ -34,7 +34,8 @@ def test_an_engine_that_exits_within_the_grace_left_after_prestop_is_ok() -> Non
 
 def test_an_engine_still_running_is_a_fact_when_it_stopped_streaming_at_its_timeout() -> None:
     rec = record(
-        exit_s=None, **{"stream-0": {"ending": "stream cut", "last_chunk": 13.0 + CUT_SLACK_SECONDS}, "stream-1": {"ending": "refused"}}
+        exit_s=None,
+        requests={"stream-0": {"ending": "stream cut", "last_chunk": 13.0 + CUT_SLACK_SECONDS}, "stream-1": {"ending": "refused"}},
     )
     assert found(rec, "exit") == Finding(
         "exit",
@@ -46,7 +47,8 @@ def test_an_engine_still_running_is_a_fact_when_it_stopped_streaming_at_its_time
 
 def test_an_engine_still_streaming_after_its_timeout_fails() -> None:
     rec = record(
-        exit_s=None, **{"stream-0": {"ending": "stream cut", "last_chunk": 14.1}, "plain-0": {"ending": "dropped", "last_chunk": 40.0}}
+        exit_s=None,
+        requests={"stream-0": {"ending": "stream cut", "last_chunk": 14.1}, "plain-0": {"ending": "dropped", "last_chunk": 40.0}},
     )
     assert found(rec, "exit") == Finding(
         "exit",
@@ -55,12 +57,12 @@ def test_an_engine_still_streaming_after_its_timeout_fails() -> None:
         "its engine was still streaming after --shutdown-timeout 13 s",
     )
     # Only streams are held to the timeout: a plain request's figure is not a token.
-    late_plain = record(exit_s=None, **{"plain-0": {"ending": "dropped", "last_chunk": 40.0}})
+    late_plain = record(exit_s=None, requests={"plain-0": {"ending": "dropped", "last_chunk": 40.0}})
     assert found(late_plain, "exit").ok is None
 
 
 def test_every_in_flight_request_answered_is_ok() -> None:
-    rec = record(**{"stream-0": ANSWERED, "plain-0": ANSWERED, "during-preStop": {"ending": "refused"}})
+    rec = record(requests={"stream-0": ANSWERED, "plain-0": ANSWERED, "during-preStop": {"ending": "refused"}})
     assert found(rec, "in-flight requests") == Finding(
         "in-flight requests", True, "2 of 2 in-flight requests answered with a finish_reason"
     )
@@ -68,7 +70,7 @@ def test_every_in_flight_request_answered_is_ok() -> None:
 
 def test_requests_cut_at_the_timeout_are_a_fact_to_retry_and_counted_by_how_they_ended() -> None:
     rec = record(
-        **{
+        requests={
             "stream-0": {"ending": "stream cut", "done_marker": True, "last_chunk": 13.0 - CUT_SLACK_SECONDS},
             "stream-1": {"ending": "stream cut", "done_marker": True, "last_chunk": 12.5},
             "plain-0": {"ending": "dropped", "end": 50.0},
@@ -86,7 +88,11 @@ def test_requests_cut_at_the_timeout_are_a_fact_to_retry_and_counted_by_how_they
 
 def test_a_request_lost_before_the_timeout_fails() -> None:
     rec = record(
-        **{"stream-0": {"ending": "stream cut", "last_chunk": 11.9}, "plain-0": {"ending": "dropped", "end": 2.0}, "stream-1": ANSWERED}
+        requests={
+            "stream-0": {"ending": "stream cut", "last_chunk": 11.9},
+            "plain-0": {"ending": "dropped", "end": 2.0},
+            "stream-1": ANSWERED,
+        }
     )
     assert found(rec, "in-flight requests") == Finding(
         "in-flight requests",
@@ -123,7 +129,7 @@ def test_prestop_timeout_and_teardown_must_fit_the_grace() -> None:
 
 
 def test_only_the_load_is_in_flight() -> None:
-    rec = record(**{"stream-0": ANSWERED, "plain-3": ANSWERED, "during-preStop": ANSWERED, "after-SIGTERM": ANSWERED})
+    rec = record(requests={"stream-0": ANSWERED, "plain-3": ANSWERED, "during-preStop": ANSWERED, "after-SIGTERM": ANSWERED})
     assert sorted(in_flight(rec)) == ["plain-3", "stream-0"]
 
 

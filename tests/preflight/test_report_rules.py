@@ -8,7 +8,7 @@ import pytest
 
 from preflight.report import bench_line, completion_probe_timeout, text, throughput_ratios, verdict
 
-ANSWERED = {"ending": "answered", "usage": {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}}
+ANSWERED: dict[str, Any] = {"ending": "answered", "usage": {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}}
 SUMMARY = {"completed": 300, "failed": 0, "total_token_throughput": 41456.4, "output_throughput": 20000.6, "ttft_ms": {"p50": 1234.5}}
 # Grace 25 s, preStop 5 s, --shutdown-timeout 13 s: what the dev stack renders after the fixes.
 PLAN = {"grace_seconds": 25, "prestop_seconds": 5.0, "shutdown_timeout": 13.0, "observe_after_grace": 30.0}
