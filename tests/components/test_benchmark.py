@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -326,3 +327,116 @@ def test_the_benchmark_clients_run_in_the_replicas_zone() -> None:
     render = render_with("gateway", benchmark={"enabled": True}, zone="europe-west4-c")
     (compute_class,) = [r for r in render.by_type("kubernetes:cloud.google.com/v1:ComputeClass") if "bench" in r.inputs["metadata"]["name"]]
     assert [p["location"]["zones"] for p in compute_class.inputs["spec"]["priorities"]] == [["europe-west4-c"]]
+
+
+def _row(label: str, value: str) -> str:
+    """A row of the summary table: labels in one column, values right-aligned in the next."""
+    return f"{label:<22}  {value:>16}"
+
+
+def test_the_table_lays_out_every_figure_of_the_summary() -> None:
+    # CLIENT_A and CLIENT_B summed (the figures of the two tests above), in the units each label names.
+    assert render_text(summarize([CLIENT_A, CLIENT_B])) == "\n".join(
+        [
+            "benchmark summary",
+            "-----------------",
+            _row("clients", "2"),
+            _row("successful requests", "4"),
+            _row("failed requests", "1"),
+            _row("input tokens", "4,048"),
+            _row("output tokens", "11"),
+            _row("longest client run (s)", "12.00"),
+            _row("requests/s (sum)", "0.75"),
+            _row("output tokens/s (sum)", "650.00"),
+            _row("total tokens/s (sum)", "2,000.00"),
+            "",
+            "latency (ms, over all requests)",
+            " " * 6 + "".join(column.rjust(14) for column in ("mean", "p50", "p90", "p99")),
+            "TTFT  " + "".join(value.rjust(14) for value in ("1,000.00", "750.00", "1,700.00", "1,970.00")),
+            "TPOT  " + "".join(value.rjust(14) for value in ("291.67", "250.00", "450.00", "495.00")),
+            "ITL   " + "".join(value.rjust(14) for value in ("214.29", "125.00", "350.00", "485.00")),
+            "",
+            "WARNING: 1 requests failed; the figures above count only the successful ones",
+        ]
+    )
+
+
+def test_a_figure_nothing_measured_shows_as_a_dash() -> None:
+    failed = {**CLIENT_B, "ttfts": [0.0], "itls": [[]], "output_lens": [0], "errors": ["timeout"], "completed": 0, "failed": 1}
+    lines = render_text(summarize([failed])).splitlines()
+    assert lines[-4:-2] == ["TPOT  " + "-".rjust(14) * 4, "ITL   " + "-".rjust(14) * 4]
+
+
+def test_a_single_request_is_every_percentile_of_itself() -> None:
+    one = {**CLIENT_A, "ttfts": [0.5], "itls": [[0.25, 0.25]], "latencies": [1.0], "output_lens": [3], "errors": [""]}
+    assert summarize([one])["ttft_ms"] == {"mean": 500.0, "p50": 500.0, "p90": 500.0, "p99": 500.0}
+
+
+def test_the_result_line_is_compact_json_with_sorted_keys() -> None:
+    assert result_line({"b": 1, "a": [1, 2]}) == f'{RESULT_PREFIX} {{"a":[1,2],"b":1}}'
+
+
+def _saved(folder: Path, *results: dict[str, object]) -> list[str]:
+    paths = []
+    for index, result in enumerate(results):
+        path = folder / f"client-{index}.json"
+        path.write_text(json.dumps(result), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def test_the_script_reads_the_files_its_command_line_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["benchmark_summary.py", *_saved(tmp_path, CLIENT_A, CLIENT_B)])
+    assert main() == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1].split(" ", 1)[1])["clients"] == 2
+
+
+def test_no_file_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["benchmark_summary.py"])
+    assert main() == 2
+    assert capsys.readouterr() == ("", "usage: benchmark_summary.py CLIENT_RESULT.json ...\n")
+
+
+def test_results_without_per_request_data_fail_the_run_and_say_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    brief = {key: value for key, value in CLIENT_A.items() if key != "itls"}
+    assert main(_saved(tmp_path, brief)) == 1
+    assert capsys.readouterr() == ("", "cannot summarize: no per-request data (itls); run the clients with --save-detailed\n")
+
+
+def test_a_run_in_which_nothing_completed_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    failed = {**CLIENT_B, "ttfts": [0.0], "itls": [[]], "output_lens": [0], "errors": ["timeout"], "completed": 0, "failed": 1}
+    assert main(_saved(tmp_path, failed)) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith(RESULT_PREFIX)
+
+
+def test_a_saved_latency_is_used_over_the_first_token_and_its_gaps() -> None:
+    # Newer vLLM saves each request's latency, which may end after the last gap (the response's close).
+    saved = {**CLIENT_A, "ttfts": [0.5], "itls": [[0.25, 0.25]], "latencies": [2.0], "output_lens": [3], "errors": [""]}
+    assert summarize([saved])["tpot_ms"]["mean"] == 750.0  # (2.0 - 0.5) s over 2 tokens
+
+
+def test_a_request_that_failed_after_some_tokens_is_left_out() -> None:
+    cut = {**CLIENT_A, "ttfts": [0.5, 4.0], "itls": [[0.25, 0.25], [0.1]], "latencies": [1.0, 4.1], "errors": ["", "stream cut"]}
+    assert summarize([cut])["ttft_ms"] == {"mean": 500.0, "p50": 500.0, "p90": 500.0, "p99": 500.0}
+
+
+def test_results_without_errors_count_every_request_with_tokens() -> None:
+    # Older vLLM saves no "errors" list.
+    bare = {key: value for key, value in CLIENT_A.items() if key != "errors"}
+    assert summarize([bare])["ttft_ms"]["mean"] == 750.0  # 500 and 1000 ms
+
+
+def test_every_missing_per_request_list_is_named() -> None:
+    brief = {key: value for key, value in CLIENT_A.items() if key not in ("ttfts", "itls")}
+    with pytest.raises(ValueError, match=r"^no per-request data \(ttfts, itls\); run the clients with --save-detailed$"):
+        summarize([brief])
+
+
+def test_figures_a_client_did_not_report_add_nothing() -> None:
+    quiet = {"completed": 0, "ttfts": [], "itls": [], "output_lens": []}
+    short = {**quiet, "duration": 0.5, "request_throughput": 0.0}
+    summary = summarize([quiet, short])
+    assert summary["longest_duration_s"] == 0.5
+    assert (summary["request_throughput"], summary["output_throughput"], summary["total_token_throughput"]) == (0.0, 0.0, 0.0)
