@@ -103,7 +103,7 @@ def go_duration(text: str) -> float:
 
 def _event_time(event: Mapping[str, Any]) -> datetime | None:
     stamp = event.get("firstTimestamp") or event.get("eventTime") or event.get("lastTimestamp")
-    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
+    return datetime.fromisoformat(str(stamp)) if stamp else None
 
 
 @dataclass
@@ -199,7 +199,7 @@ def last_started_pod(events: Mapping[str, Any], prefix: str, container: str | No
     return max(started)[1]
 
 
-def read_events(breakdown: Breakdown, events: Mapping[str, Any], container: str = "vllm") -> None:
+def read_events(breakdown: Breakdown, events: Mapping[str, Any], container: str) -> None:
     """The scheduling and kubelet steps of ``breakdown.pod`` from ``kubectl get events -o json``; the
     image's pull and the start are ``container``'s."""
     found = False
@@ -230,7 +230,7 @@ def read_events(breakdown: Breakdown, events: Mapping[str, Any], container: str 
 
 def _line_time(line: str, year: int) -> datetime | None:
     if stamp := KUBECTL_STAMP.match(line):
-        return datetime.fromisoformat(stamp.group("stamp").replace("Z", "+00:00"))
+        return datetime.fromisoformat(stamp.group("stamp"))
     if own := VLLM_STAMP.search(line):
         # vLLM logs in the container's time zone, UTC in the vllm-openai image.
         return datetime.strptime(f"{year}-{own['month']}-{own['day']} {own['time']}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)

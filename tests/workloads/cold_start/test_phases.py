@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from ops.cold_start import main
-from render.engine import reveal
-from tests.conftest import rendered
 from tests.workloads.cold_start import samples
-from workloads.cold_start.phases import MeasureError, against_expected, go_duration, measure
+from workloads.cold_start.phases import Breakdown, MeasureError, Step, against_expected, go_duration, measure, read_log
 
 
 def at(text: str, stamp: str) -> datetime:
@@ -189,19 +187,213 @@ def test_the_command_prints_the_breakdown_from_saved_kubectl_output(tmp_path: Pa
     assert "no event of pod vllm-none" in capsys.readouterr().err
 
 
-def test_a_measured_wake_reads_against_the_stacks_own_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    estimates = reveal(rendered("dev").outputs)["estimates"]
-    phases = estimates["coldStart"]["phases"]
-    cold = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
-    warm = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
-    cold_rows = {name: (measured, expected) for name, measured, expected in against_expected(cold, estimates["coldStart"])}
-    assert cold_rows["node provisioned"] == (dict(cold.phases())["node provisioned"], phases["nodeProvisioning"]["seconds"])
-    assert cold_rows["compile, CUDA graphs and ready"][1] == phases["compileColdCache"]["seconds"]
-    warm_rows = {name: expected for name, _, expected in against_expected(warm, estimates["coldStart"])}
-    assert warm_rows["compile, CUDA graphs and ready"] == phases["compileWarmCache"]["seconds"]
-    (tmp_path / "events.json").write_text(json.dumps(samples.events_list(samples.wake_events())))
-    (tmp_path / "vllm.log").write_text(samples.COLD_LOG)
-    (tmp_path / "estimates.json").write_text(json.dumps(estimates))
-    files = ["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log")]
-    assert main([*files, "--estimates", str(tmp_path / "estimates.json")]) == 0
-    assert "against the estimate of a wake to 1 replica(s):" in capsys.readouterr().out
+def test_the_output_holds_every_figure_of_the_breakdown() -> None:
+    breakdown = measure(samples.events_list(samples.wake_events()), samples.COLD_LOG.splitlines())
+    output = breakdown.as_output()
+    assert output == {
+        "pod": samples.POD,
+        "phases": dict(breakdown.phases()),
+        "totalSeconds": breakdown.total_seconds,
+        "imageStreamed": True,
+        "kubeletPullSeconds": 1.812,
+        "compileCacheHit": False,
+        "vllmSeconds": breakdown.engine_seconds,
+        "inferenceJitKernels": ["_causal_conv1d_fwd_kernel", "fused_sigmoid_gating_delta_rule_update_kernel"],
+    }
+    phases, figures = output["phases"], output["vllmSeconds"]
+    assert isinstance(phases, dict) and isinstance(figures, dict)
+    assert list(phases) == [
+        "node provisioned",
+        "image pulled or streamed",
+        "imports and config",
+        "weights loaded",
+        "torch.compile, profiling and kernel JIT",
+        "FlashInfer JIT and KV cache",
+        "CUDA graph capture",
+        "server start",
+        "first answer",
+    ]
+    assert list(figures) == ["CUDA graph capture", "profiling and kernel JIT", "torch.compile", "weights"]
+
+
+# A wake by hand, in round seconds from its first event: 300 s to a node, 60 to start, 30 of imports, 60 of weights,
+# 150 of compiling, the KV cache in the same second (vLLM stamps whole seconds), 40 of graphs, 20 to serve, 45 to answer.
+HAND_MADE: dict[Step, int] = {
+    "pending": 0,
+    "scheduled": 300,
+    "started": 360,
+    "loading": 390,
+    "weights-loaded": 450,
+    "profiled": 600,
+    "kv-cache": 600,
+    "graphs-captured": 640,
+    "serving": 660,
+    "answered": 705,
+}
+ESTIMATE = {
+    "phases": {
+        "nodeProvisioning": {"seconds": 280},
+        "image": {"seconds": 90},
+        "weights": {"seconds": 45},
+        "compileColdCache": {"seconds": 600},
+        "compileWarmCache": {"seconds": 200},
+        "firstAnswerColdKernels": {"seconds": 120},
+    }
+}
+
+
+def hand_made(hit: bool | None, without: Step | None = None) -> Breakdown:
+    start = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    steps = {step: start + timedelta(seconds=at) for step, at in HAND_MADE.items() if step != without}
+    return Breakdown(pod=samples.POD, steps=steps, compile_cache_hit=hit)
+
+
+def test_a_cold_wake_reads_against_the_cold_figures() -> None:
+    # vLLM's startup besides the weights is one figure: 30 + 150 + 0 + 40 + 20 s.
+    assert against_expected(hand_made(hit=False), ESTIMATE) == [
+        ("node provisioned", 300.0, 280.0),
+        ("image pulled or streamed", 60.0, 90.0),
+        ("weights loaded", 60.0, 45.0),
+        ("compile, CUDA graphs and ready", 240.0, 600.0),
+        ("first answer", 45.0, 120.0),
+    ]
+    # A log that never said whether the cache was found is held to the cold figures.
+    assert against_expected(hand_made(hit=None), ESTIMATE) == against_expected(hand_made(hit=False), ESTIMATE)
+
+
+def test_a_warm_wake_reads_against_the_warm_figure_and_no_first_answer_figure() -> None:
+    rows = against_expected(hand_made(hit=True), ESTIMATE)
+    assert rows[-2:] == [("compile, CUDA graphs and ready", 240.0, 200.0), ("first answer", 45.0, None)]
+
+
+def test_a_startup_step_missing_from_the_log_leaves_the_compile_row_open() -> None:
+    rows = dict((name, measured) for name, measured, _ in against_expected(hand_made(hit=False, without="kv-cache"), ESTIMATE))
+    assert rows["compile, CUDA graphs and ready"] is None and rows["weights loaded"] == 60.0
+
+
+def test_a_figure_missing_from_the_estimate_is_left_open() -> None:
+    some = {"phases": {"nodeProvisioning": {"seconds": 280}, "image": {}}}
+    assert [expected for _, _, expected in against_expected(hand_made(hit=False), some)] == [280.0, None, None, None, None]
+    assert [expected for _, _, expected in against_expected(hand_made(hit=False), {})] == [None] * 5
+
+
+def test_the_table_shows_each_phase_in_minutes_and_seconds() -> None:
+    breakdown = hand_made(hit=True)
+    breakdown.pull_seconds = 69.312
+    breakdown.engine_seconds = {"weights": 21.5, "CUDA graph capture": 40.0}
+    breakdown.inference_jit_kernels = ["a", "b"]
+    assert breakdown.table() == "\n".join(
+        [
+            f"cold start of {samples.POD}",
+            "  node provisioned                 5:00  (300 s)",
+            "  image pulled or streamed         1:00  (60 s)",
+            "  imports and config               0:30  (30 s)",
+            "  weights loaded                   1:00  (60 s)",
+            "  torch.compile, profiling and kernel JIT 2:30  (150 s)",
+            "  FlashInfer JIT and KV cache      0:00  (0 s)",
+            "  CUDA graph capture               0:40  (40 s)",
+            "  server start                     0:20  (20 s)",
+            "  first answer                     0:45  (45 s)",
+            "  total                            11:45  (705 s)",
+            "  image pulled (kubelet: 69.3 s); compile cache hit",
+            "  vLLM's own figures (slowest engine): CUDA graph capture 40.0 s, weights 21.5 s",
+            "  kernels compiled at inference, after the server started: 2",
+            "",
+        ]
+    )
+
+
+def test_the_table_says_what_the_input_did_not_hold() -> None:
+    breakdown = hand_made(hit=None, without="pending")
+    breakdown.streamed = True
+    lines = breakdown.table().splitlines()
+    assert lines[1] == "  node provisioned                 not in the input"
+    assert lines[10] == "  total                            not in the input"
+    assert lines[11:] == ["  image streamed; compile cache not in the log"]
+
+
+def test_events_stamped_only_by_event_time_or_last_timestamp_are_read() -> None:
+    # Events written by newer reporters carry eventTime and no firstTimestamp; a series may keep only lastTimestamp.
+    events = samples.wake_events()
+    for e in events:
+        e["firstTimestamp"] = None
+    for e in events[:5]:
+        e["eventTime"], e["lastTimestamp"] = e.pop("lastTimestamp"), None
+    untimed = {**events[0], "reason": "Scheduled", "eventTime": None, "lastTimestamp": None}
+    breakdown = measure(samples.events_list([untimed, *events]), samples.COLD_LOG.splitlines())
+    assert breakdown.steps["pending"] == datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    assert breakdown.steps["scheduled"] == datetime(2026, 11, 23, 12, 5, 31, tzinfo=UTC)
+    assert breakdown.steps["started"] == datetime(2026, 11, 23, 12, 5, 45, tzinfo=UTC)
+
+
+def test_a_pod_still_waiting_after_the_last_start_is_not_the_one_measured() -> None:
+    waiting = samples.event("vllm-7d9f8c6b5-zzzzz", "FailedScheduling", "0/3 nodes are available.", "2026-11-23T12:30:00Z")
+    assert measure(samples.events_list(samples.wake_events(), [waiting]), samples.COLD_LOG.splitlines()).pod == samples.POD
+
+
+def test_a_deployment_named_otherwise_is_measured_by_its_own_container() -> None:
+    def renamed(value: object) -> object:
+        return json.loads(json.dumps(value).replace("vllm-7d9f8c6b5", "qwen-7d9f8c6b5").replace("{vllm}", "{qwen}"))
+
+    events = renamed(samples.events_list(samples.wake_events()))
+    breakdown = measure(events, samples.COLD_LOG.splitlines(), prefix="qwen")  # type: ignore[arg-type]
+    assert breakdown.pod == "qwen-7d9f8c6b5-x2k9p"
+    assert breakdown.steps["started"] == datetime(2026, 11, 23, 12, 5, 45, tzinfo=UTC)
+    assert breakdown.pull_seconds == 1.812
+
+
+def test_a_restarted_container_keeps_its_first_start() -> None:
+    again = samples.event(samples.POD, "Started", "Started container vllm", "2026-11-23T12:20:00Z", "spec.containers{vllm}")
+    breakdown = measure(samples.events_list(samples.wake_events(), [again]), samples.COLD_LOG.splitlines())
+    assert breakdown.steps["started"] == datetime(2026, 11, 23, 12, 5, 45, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text", ["", "1.8s!", "ms"])
+def test_anything_but_a_go_duration_is_refused(text: str) -> None:
+    with pytest.raises(MeasureError, match=f"^not a Go duration: {re.escape(repr(text))}$"):
+        go_duration(text)
+
+
+def test_a_log_without_a_startup_line_says_how_to_get_one() -> None:
+    with pytest.raises(
+        MeasureError, match=r"^no vLLM startup line in the log \(run kubectl logs on the vLLM container, with --timestamps\)$"
+    ):
+        read_log(Breakdown(samples.POD), ["2026-11-23T12:00:00Z unrelated"])
+
+
+def test_vllms_own_stamps_take_the_year_of_the_pods_first_event_else_this_years() -> None:
+    bare = [re.sub(r"^\S+ ", "", line) for line in samples.COLD_LOG.splitlines()]
+    earlier = measure(samples.events_list(samples.wake_events(day="2024-11-23")), bare)
+    assert earlier.steps["loading"] == datetime(2024, 11, 23, 12, 6, 19, tzinfo=UTC)
+    alone = Breakdown(samples.POD)
+    read_log(alone, bare)
+    assert alone.steps["loading"].year == datetime.now(UTC).year
+
+
+def test_each_step_ends_at_the_latest_line_even_when_lines_arrive_out_of_order() -> None:
+    # Without kubectl's stamps, two engines' lines can reach the log in another order than their own stamps.
+    late, early = (
+        f"({process}) INFO 11-23 {at} [gpu_model_runner.py:5250] Starting to load model /models/m..."
+        for process, at in ((samples.DP0, "12:06:19"), (samples.DP1, "12:06:18"))
+    )
+    breakdown = Breakdown(samples.POD, steps={"pending": datetime(2026, 11, 23, 12, tzinfo=UTC)})
+    read_log(breakdown, ["untimed line before the start", late, early])
+    assert breakdown.steps["loading"] == datetime(2026, 11, 23, 12, 6, 19, tzinfo=UTC)
+
+
+def test_a_single_process_logs_its_figures_without_a_prefix() -> None:
+    lines = [
+        "2026-11-23T12:06:18.000Z INFO 11-23 12:06:18 [gpu_model_runner.py:5250] Starting to load model /models/m...",
+        "2026-11-23T12:06:30.000Z INFO 11-23 12:06:30 [monitor.py:81] Initial profiling/warmup run took 0.45 s",
+    ]
+    breakdown = Breakdown(samples.POD)
+    read_log(breakdown, lines)
+    assert breakdown.engine_seconds == {"profiling and kernel JIT": 0.45}
+    assert breakdown.steps["profiled"] == datetime(2026, 11, 23, 12, 6, 30, tzinfo=UTC)
+    # Neither compiled nor loaded from the cache (an eager run): the log does not say.
+    assert breakdown.compile_cache_hit is None
+
+
+def test_a_warm_wake_ends_profiling_at_its_last_profiling_run() -> None:
+    breakdown = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
+    assert breakdown.steps["profiled"] == datetime(2026, 11, 23, 12, 6, 53, 102000, tzinfo=UTC)
