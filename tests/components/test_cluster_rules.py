@@ -10,7 +10,7 @@ import pulumi_gcp as gcp
 import pytest
 import yaml
 
-from components.cluster import Cluster, kubeconfig
+from components.cluster import Cluster, _dns_endpoint, kubeconfig
 from plan.stack import ClusterSpec, Maintenance, MaintenanceExclusion, MaintenanceWindow
 from render.engine import Render
 from tests.components.alone import registered
@@ -181,3 +181,13 @@ def test_the_kubeconfig_authenticates_through_gcloud_and_holds_no_credential() -
         "contexts": [{"name": "llm", "context": {"cluster": "llm", "user": "llm"}}],
         "current-context": "llm",
     }
+
+
+def test_a_cluster_without_a_dns_endpoint_yet_has_an_empty_endpoint() -> None:
+    # A preview of a new cluster knows no endpoint: the kubeconfig is built with an empty server.
+    config = gcp.container.outputs.ClusterControlPlaneEndpointsConfig
+    dns = gcp.container.outputs.ClusterControlPlaneEndpointsConfigDnsEndpointConfig
+    assert _dns_endpoint(None) == ""
+    assert _dns_endpoint(config(dns_endpoint_config=None)) == ""
+    assert _dns_endpoint(config(dns_endpoint_config=dns(endpoint=None))) == ""
+    assert _dns_endpoint(config(dns_endpoint_config=dns(endpoint="gke-1a2b.europe-west4.gke.goog"))) == "gke-1a2b.europe-west4.gke.goog"

@@ -397,3 +397,24 @@ def test_a_single_process_logs_its_figures_without_a_prefix() -> None:
 def test_a_warm_wake_ends_profiling_at_its_last_profiling_run() -> None:
     breakdown = measure(samples.events_list(samples.wake_events()), samples.WARM_LOG.splitlines())
     assert breakdown.steps["profiled"] == datetime(2026, 11, 23, 12, 6, 53, 102000, tzinfo=UTC)
+
+
+def test_a_compile_that_profiled_in_the_same_run_ends_the_phase() -> None:
+    # vLLM prints one line for both where they ran together ("torch.compile and initial profiling/warmup run together").
+    lines = [
+        "2026-11-23T12:06:18.000Z INFO 11-23 12:06:18 [gpu_model_runner.py:5250] Starting to load model /models/m...",
+        "2026-11-23T12:07:02.000Z INFO 11-23 12:07:02 [monitor.py:53] "
+        "torch.compile and initial profiling/warmup run together took 30.50 s in total",
+    ]
+    breakdown = Breakdown(samples.POD)
+    read_log(breakdown, lines)
+    assert breakdown.steps["profiled"] == datetime(2026, 11, 23, 12, 7, 2, tzinfo=UTC)
+    assert (breakdown.engine_seconds, breakdown.compile_cache_hit) == ({"torch.compile": 30.5}, False)
+
+
+def test_a_repeated_event_counts_from_its_first_time() -> None:
+    # The scheduler's FailedScheduling repeats while no node exists: one event, its count and lastTimestamp growing.
+    events = samples.wake_events()
+    events[0] = {**events[0], "count": 9, "lastTimestamp": "2026-11-23T12:04:50Z"}
+    breakdown = measure(samples.events_list(events), samples.COLD_LOG.splitlines())
+    assert breakdown.steps["pending"] == datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
