@@ -90,6 +90,7 @@ def run_script(
     *,
     ready_after: int = 1,
     failing_seeds: tuple[int, ...] = (),
+    silent_seeds: tuple[int, ...] = (),
     summary_exit: int = 0,
     base_url: str = SERVER,
     environment: dict[str, str] | None = None,
@@ -112,7 +113,7 @@ echo "python3 $*" >> {log}
 echo "summary of $(($# - 1)) results"
 exit {summary_exit}
 """,
-        # A client writes its result unless its seed is one told to fail.
+        # A client writes its result unless its seed is one told to fail, or to finish without saving one.
         "vllm": f"""echo "vllm $*" >> {log}
 for arg in "$@"; do
   case "$arg" in
@@ -123,6 +124,9 @@ for arg in "$@"; do
 done
 for failing in {" ".join(str(s) for s in failing_seeds)}; do
   if [ "$seed" = "$failing" ]; then echo "client with seed $seed broke"; exit 2; fi
+done
+for silent in {" ".join(str(s) for s in silent_seeds)}; do
+  if [ "$seed" = "$silent" ]; then exit 0; fi
 done
 echo '{{}}' > "$dir/$file"
 """,
@@ -204,7 +208,7 @@ def test_one_client_per_node_times_the_clients_per_node() -> None:
 
 
 def test_no_serving_node_no_benchmark() -> None:
-    with pytest.raises(ValueError, match="llm:benchmark needs at least one serving node; llm:nodes is 0"):
+    with pytest.raises(ValueError, match=r"^llm:benchmark needs at least one serving node; llm:nodes is 0$"):
         benchmark_script(replace(SPEC, nodes=0), SERVER)
 
 
@@ -285,3 +289,33 @@ def test_the_benchmark_registers_its_node_class_and_summarizer_before_its_job() 
     assert api in render.one("llm:serving:Benchmark").dependencies
     assert len(children) == 3 and all(api in r.dependencies and r.provider.startswith(cluster) for r in children)
     assert json.loads(json.dumps(found.inputs["metadata"]))["name"] == "benchmark-3"
+
+
+def test_clients_that_finish_without_a_result_fail_the_run(tmp_path: Path) -> None:
+    run = run_script(tmp_path, silent_seeds=(3_000_000, 3_000_001))
+    assert run.code == 1 and "no client saved a result" in run.output
+    assert not [call for call in run.calls if "benchmark_summary" in call]
+
+
+def test_one_node_with_one_client_runs_it(tmp_path: Path) -> None:
+    run = run_script(tmp_path, replace(SPEC, nodes=1))
+    assert run.code == 0, run.output
+    assert "starting 1 clients" in run.output.splitlines()
+    assert len([call for call in run.calls if call.startswith("vllm ")]) == 1
+
+
+def test_the_benchmarks_job_gets_the_api_key_and_the_hugging_face_token() -> None:
+    def program() -> None:
+        Benchmark(
+            "benchmark",
+            SPEC,
+            base_url=pulumi.Output.from_input(f"{SERVER}/v1"),
+            api_key=API_KEY,
+            hf_token=HF_TOKEN,
+            kubernetes=k8s.Provider("cluster"),
+        )
+
+    found = registered(program).one("kubernetes:batch/v1:Job", "benchmark-3")
+    env = found.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env] == ["BASE_URL", "HF_HUB_DISABLE_TELEMETRY", "OPENAI_API_KEY", "HF_TOKEN"]
+    assert env[2]["valueFrom"]["secretKeyRef"]["name"] == "api-key" and env[3]["valueFrom"]["secretKeyRef"]["name"] == "hf-token"
