@@ -283,7 +283,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("workloads.cold_start.phases.x_read_log", ", seconds), 7)", "vLLM prints these figures with at most six decimals"),
     Equivalent("workloads.cold_start.phases.x_read_log", 'else "XXXX"', "the process name only groups an engine's lines"),
     Equivalent("components.benchmark.x__word", "if (part) or True", "an empty part quotes to '', which adds nothing to the shell word"),
-    Equivalent("components.benchmark.x_benchmark_script", '"XXpids=()XX"', "bash's pids+= creates the array: the declaration is not needed"),
+    Equivalent(
+        "components.benchmark.x_benchmark_script", '"XXpids=()XX"', "bash's pids+= creates the array: the declaration is not needed"
+    ),
     Equivalent("components.benchmark.x_benchmark_script", '"PIDS=()"', "bash's pids+= creates the array: the declaration is not needed"),
     Equivalent("components.benchmark.x_server_root", 'rstrip("XX/XX")', "the Service URL ends in its port or /v1: no X to strip"),
 )
