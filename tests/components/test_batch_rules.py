@@ -347,3 +347,12 @@ def test_every_child_is_the_components_and_waits_for_what_it_waits_for() -> None
     for child in children:
         assert api in child.dependencies, child.name
         assert child.provider.startswith(cluster) == child.type.startswith("kubernetes:"), child.name
+
+
+def test_the_runners_kubernetes_account_is_named_for_it_with_the_stacks_labels_and_its_deployment_gets_the_api_key() -> None:
+    render = batch_alone()
+    metadata = render.one("kubernetes:core/v1:ServiceAccount", "batch-runner").inputs["metadata"]
+    assert (metadata["name"], metadata["labels"]) == ("batch-runner", LABELS)
+    runner = render.one("kubernetes:apps/v1:Deployment", "batch-runner").inputs
+    env = runner["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "api-key", "key": API_KEY.key}}} in env

@@ -351,3 +351,13 @@ def test_every_child_is_the_components_on_the_clusters_provider_after_what_it_wa
     assert api in render.one("llm:storage:ModelCache").dependencies
     assert len(children) == 11
     assert all(api in r.dependencies and r.provider.startswith(cluster) for r in children)
+
+
+def test_the_cache_registers_a_download_job_with_the_token_and_its_code_with_the_stacks_labels() -> None:
+    by_name = {r.name: r for r in cache_alone().resources}
+    download = by_name["download-qwen-0a1b2c3d"]
+    assert download.type == "kubernetes:batch/v1:Job"
+    assert (download.inputs["apiVersion"], download.inputs["kind"]) == ("batch/v1", "Job")
+    env = download.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[-1] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": HF_TOKEN.key}}}
+    assert by_name["model-cache-release-code"].inputs["metadata"]["labels"] == LABELS
