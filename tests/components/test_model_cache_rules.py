@@ -361,3 +361,6 @@ def test_the_cache_registers_a_download_job_with_the_token_and_its_code_with_the
     env = download.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env[-1] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": HF_TOKEN.key}}}
     assert by_name["model-cache-release-code"].inputs["metadata"]["labels"] == LABELS
+    # The claim and release Jobs are Jobs of batch/v1 too.
+    jobs = [r for r in cache_alone().resources if r.name in ("claim-qwen-0a1b2c3d", "release-qwen-0a1b2c3d") and "Job" in r.type]
+    assert [(r.type, r.inputs["apiVersion"], r.inputs["kind"]) for r in jobs] == [("kubernetes:batch/v1:Job", "batch/v1", "Job")] * 2
