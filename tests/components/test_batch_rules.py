@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from dataclasses import replace
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pulumi
 import pulumi_gcp as gcp
@@ -12,6 +17,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.batch import (
+    TOKEN_URL,
     Batch,
     install_command,
     python_index,
@@ -356,3 +362,41 @@ def test_the_runners_kubernetes_account_is_named_for_it_with_the_stacks_labels_a
     runner = render.one("kubernetes:apps/v1:Deployment", "batch-runner").inputs
     env = runner["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "api-key", "key": API_KEY.key}}} in env
+
+
+def test_the_install_step_fetches_the_token_from_the_metadata_server_and_hands_it_to_pip(tmp_path: Path) -> None:
+    """The install command under sh: its token snippet against a stand-in metadata server, pip a stand-in that logs."""
+
+    class Metadata(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            google = self.headers.get("Metadata-Flavor") == "Google"
+            body = json.dumps({"access_token": "ya29.token", "expires_in": 3599}).encode() if google else b"{}"
+            self.send_response(200 if google else 403)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "python").symlink_to(sys.executable)
+    (tools / "pip").write_text('#!/bin/sh\necho "index $PIP_INDEX_URL"\necho "pip $*"\n')
+    (tools / "pip").chmod(0o755)
+    _, _, script = install_command("https://us-central1-python.pkg.dev/example-project/pypi/simple/")
+    local = script.replace(TOKEN_URL, f"http://127.0.0.1:{server.server_address[1]}/token")
+    try:
+        done = subprocess.run(
+            ["sh", "-c", local], env={"PATH": f"{tools}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, check=False
+        )
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout.splitlines()[0] == "index https://oauth2accesstoken:ya29.token@us-central1-python.pkg.dev/example-project/pypi/simple/"
+    )
