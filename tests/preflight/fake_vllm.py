@@ -100,6 +100,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        # What the request asked for, so a test can check what the preflight sent.
+        log(f"request {self.path} {json.dumps(body, sort_keys=True)}")
         chat = self.path.endswith("/chat/completions")
         tokens = int(body.get("max_tokens") or 16)
         usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": 5 + tokens}

@@ -6,6 +6,7 @@ and a process that ignores SIGTERM. Times are kept short; each test takes a few 
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from pathlib import Path
@@ -78,6 +79,14 @@ def test_a_drain_in_which_the_engine_cuts_at_its_shutdown_timeout_and_exits_in_t
     assert "drain: pod deleted (preStop 1 s, grace 4 s) with 3 requests sent" in log
     assert "signal SIGTERM" in log and "SIGKILL" not in log
     assert "[shutdown] API server: shutdown triggered" in log
+    # The load is long and never stops early: vLLM's ignore_eos keeps each request to its max_tokens; the two
+    # probes ask for 8 tokens.
+    sent = [json.loads(line.split(" /v1/completions ", 1)[1]) for line in log.splitlines() if "] request /v1/completions " in line]
+    load = {"model": "m", "prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": True, "temperature": 0.8}
+    assert sorted(sent, key=json.dumps) == sorted(
+        [{**load, "stream": True}, {**load, "stream": True}, {**load, "stream": False}, {**load, "max_tokens": 8, "stream": False}],
+        key=json.dumps,
+    )
 
 
 def test_an_engine_that_outlives_the_watch_is_killed_and_said_so(tmp_path: Path) -> None:
