@@ -223,6 +223,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.logscan.x_parse_with_project", "Breakdown(pod=None)", "the breakdown's pod name is never read here"),
     Equivalent("preflight.logscan.x_parse_with_project", '"XXpreflightXX"', "the breakdown's pod name is never read here"),
     Equivalent("preflight.logscan.x_parse_with_project", '"PREFLIGHT"', "the breakdown's pod name is never read here"),
+    Equivalent("preflight.drain.x__ended", 'float("INF")', "float reads inf in any case"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',
