@@ -21,6 +21,12 @@ FAKE = Path(__file__).with_name("fake_vllm.py")
 ROOT = FAKE.parents[2]
 
 
+# How early or late a measured time may be against the schedule: early only by rounding, late by a loaded
+# machine's scheduling (a helper's full run failed on tolerances of 0.2-0.4 s).
+EARLY = 0.1
+LATE = 1.0
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -55,25 +61,27 @@ def test_a_drain_in_which_the_engine_cuts_at_its_shutdown_timeout_and_exits_in_t
         engine.close()
     assert record["plan"] == plan.__dict__
     assert record["sigterm_s"] == 0.0
-    assert record["pod_deleted_s"] == pytest.approx(-1.3, abs=0.3)
+    # A sleep or a send on a loaded machine only comes late: each time may run up to LATE past its figure.
+    assert -1.3 - LATE <= record["pod_deleted_s"] <= -1.3 + EARLY
     # SIGKILL is due when the grace period ends, counted from the deletion, not from SIGTERM.
-    assert record["sigkill_due_s"] == pytest.approx(2.7, abs=0.3)
-    assert 0 <= record["port_closed_s"] < 0.5
-    # The stand-in exits 0.5 s after its shutdown timeout.
-    assert record["exit_s"] == pytest.approx(1.1, abs=0.4)
+    assert record["sigkill_due_s"] == pytest.approx(record["pod_deleted_s"] + 4.0, abs=0.002)
+    assert 0 <= record["port_closed_s"] < 0.5 + LATE
+    # The stand-in exits 0.5 s after its shutdown timeout, within the grace.
+    assert 1.1 - EARLY <= record["exit_s"] <= 1.1 + LATE and record["exit_s"] < record["sigkill_due_s"]
     assert record["killed_by_preflight"] is False and record["returncode"] == 0
     requests: dict[str, Any] = record["requests"]
     assert sorted(requests) == ["after-SIGTERM", "during-preStop", "plain-0", "stream-0", "stream-1"]
     for name in ("stream-0", "stream-1"):
         stream = requests[name]
         assert stream["ending"] == "stream cut" and stream["done_marker"] is True
-        assert stream["start"] < -1.2 and stream["first_chunk"] < 0 < stream["last_chunk"] < 0.6 + drain.CUT_SLACK_SECONDS
+        assert stream["start"] < -1.2 and stream["first_chunk"] < 0 < stream["last_chunk"] < 0.6 + drain.CUT_SLACK_SECONDS + LATE
         assert stream["end"] >= stream["last_chunk"] and "seconds" not in stream
-    assert requests["plain-0"]["ending"] == "dropped" and requests["plain-0"]["end"] == pytest.approx(1.1, abs=0.4)
+    assert requests["plain-0"]["ending"] == "dropped" and 1.1 - EARLY - 0.3 <= requests["plain-0"]["end"] <= 1.1 + LATE
     # Sent a second into the preStop sleep, answered before SIGTERM.
     assert requests["during-preStop"]["ending"] == "answered"
-    assert requests["during-preStop"]["start"] == pytest.approx(-0.3, abs=0.3) and requests["during-preStop"]["end"] < 0
-    assert requests["after-SIGTERM"]["ending"] == "refused" and requests["after-SIGTERM"]["start"] == pytest.approx(1.0, abs=0.2)
+    during = requests["during-preStop"]
+    assert during["start"] - record["pod_deleted_s"] == pytest.approx(1.0, abs=LATE) and during["end"] < 0
+    assert requests["after-SIGTERM"]["ending"] == "refused" and 1.0 - EARLY <= requests["after-SIGTERM"]["start"] <= 1.0 + LATE
     assert said == ["drain: 3 requests in flight; preStop sleep 1 s, then SIGTERM"]
     log = (tmp_path / "engine.log").read_text(encoding="utf-8")
     assert "drain: pod deleted (preStop 1 s, grace 4 s) with 3 requests sent" in log
@@ -102,8 +110,9 @@ def test_an_engine_that_outlives_the_watch_is_killed_and_said_so(tmp_path: Path)
     assert record["killed_by_preflight"] is True
     assert record["exit_s"] is None and record["returncode"] == -9
     # Nothing listened: the port was closed when first looked at.
-    assert 0 <= record["port_closed_s"] < 0.5
-    assert record["sigkill_due_s"] == pytest.approx(1.3, abs=0.3)
+    assert 0 <= record["port_closed_s"] < 0.5 + LATE
+    assert record["sigkill_due_s"] == pytest.approx(record["pod_deleted_s"] + 1.5, abs=0.002)
+    assert -0.2 - LATE <= record["pod_deleted_s"] <= -0.2 + EARLY
     assert sorted(record["requests"]) == ["after-SIGTERM", "during-preStop"]
     assert all(r["ending"] == "refused" for r in record["requests"].values())
     assert said[0] == "drain: 0 requests in flight; preStop sleep 0 s, then SIGTERM"
