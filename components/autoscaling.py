@@ -20,7 +20,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest, scale_fallback
-from components.options import child_options
+from components.options import child_options, keeping_account_id
 from components.workload_identity import GCP_SERVICE_ACCOUNT_ANNOTATION, let_act_as
 from facts.naming import KEDA_NAMESPACE
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
@@ -265,9 +265,7 @@ class Autoscaling(pulumi.ComponentResource):
             account_id=spec.account_id,
             display_name="KEDA operator (reads Managed Prometheus)",
             project=spec.project,
-            # A stack made with the fixed id `keda-operator` keeps its account (a new id would replace it); what
-            # names the account reads its email, so it follows the kept one.
-            opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(ignore_changes=["accountId"])),
+            opts=keeping_account_id(on_gcp),  # a stack made with the fixed id `keda-operator` keeps it
         )
         grants = [
             gcp.projects.IAMMember("keda-reads-metrics", project=spec.project, role=MONITORING_READER, member=identity.member, opts=on_gcp),

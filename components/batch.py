@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed, scale_fallback
-from components.options import child_options
+from components.options import child_options, keeping_account_id
 from components.programs import Program, program
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
@@ -343,9 +343,7 @@ class Batch(pulumi.ComponentResource):
             account_id=spec.account_id,
             display_name="Batch runner (reads and writes the batch bucket)",
             project=spec.project,
-            # A stack made with the fixed id `batch-runner` keeps its account (a new id would replace it); what
-            # names the account reads its email, so it follows the kept one.
-            opts=pulumi.ResourceOptions.merge(on_gcp, pulumi.ResourceOptions(ignore_changes=["accountId"])),
+            opts=keeping_account_id(on_gcp),  # a stack made with the fixed id `batch-runner` keeps it
         )
         keda_reads = gcp.storage.BucketIAMMember(
             "batch-keda-reads", bucket=self.bucket.name, role=OBJECT_VIEWER, member=keda_identity, opts=on_gcp

@@ -7,7 +7,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.options import child_options
+from components.options import child_options, keeping_account_id
 from plan.stack import POD_RANGE, SERVICE_RANGE, ClusterSpec, Maintenance
 
 
@@ -151,9 +151,8 @@ class Cluster(pulumi.ComponentResource):
             account_id=spec.node_account,
             display_name="GKE nodes of the LLM serving stack",
             project=spec.project,
-            # The cluster keeps the account it was created with (below), so a new id must not replace it: a
-            # stack made when long names were cut keeps its cut id.
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["accountId"])),
+            # The cluster keeps the account it was created with (below): a stack made when long names were cut keeps its cut id.
+            opts=keeping_account_id(child),
         )
         # GKE's least-privilege role for node identities (logging, monitoring, metadata).
         node_role = gcp.projects.IAMMember(

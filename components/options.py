@@ -16,6 +16,13 @@ def child_options(
     return pulumi.ResourceOptions(parent=parent, depends_on=opts.depends_on if opts else None, provider=provider)
 
 
+def keeping_account_id(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """``opts`` for a Google service account that keeps the id it was created with: an id the plan derives
+    differently later (a hash past 30 characters, a per-cluster name) would otherwise replace the account.
+    Whatever names the account reads its email, so it follows the kept one."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["accountId"]))
+
+
 # How long `pulumi up` waits beyond the time an object is given itself (a
 # Job's deadline, a replica's cold start): a node to provision (5-6 min on
 # Autopilot) and slack, so the object, not the await, decides how it ends.
