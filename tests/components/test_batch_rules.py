@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from dataclasses import replace
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pulumi
@@ -32,6 +31,7 @@ from config.settings import StackSettings
 from plan.stack import BatchSpec, plan_stack
 from render.engine import Render
 from tests.components.alone import registered
+from tests.http_stand_in import serving
 
 LABELS = {"team": "ml", "stack": "dev"}
 API_KEY = SecretRef("api-key")
@@ -379,23 +379,17 @@ def test_the_install_step_fetches_the_token_from_the_metadata_server_and_hands_i
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
     tools = tmp_path / "bin"
     tools.mkdir()
     (tools / "python").symlink_to(sys.executable)
     (tools / "pip").write_text('#!/bin/sh\necho "index $PIP_INDEX_URL"\necho "pip $*"\n')
     (tools / "pip").chmod(0o755)
     _, _, script = install_command("https://us-central1-python.pkg.dev/example-project/pypi/simple/")
-    local = script.replace(TOKEN_URL, f"http://127.0.0.1:{server.server_address[1]}/token")
-    try:
+    with serving(Metadata) as url:
+        local = script.replace(TOKEN_URL, f"{url}/token")
         done = subprocess.run(
             ["sh", "-c", local], env={"PATH": f"{tools}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, check=False
         )
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
     assert done.returncode == 0, done.stderr
     assert (
         done.stdout.splitlines()[0] == "index https://oauth2accesstoken:ya29.token@us-central1-python.pkg.dev/example-project/pypi/simple/"

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import pytest
 
 from tests.conftest import rendered
+from tests.http_stand_in import serving
 from tests.workloads.cold_start import samples
 from workloads.cold_start.phases import measure
 
@@ -63,14 +63,8 @@ class Engine(BaseHTTPRequestHandler):
 def engine(reply: dict[str, Any]) -> Iterator[tuple[int, list[tuple[dict[str, Any], str | None]]]]:
     seen: list[tuple[dict[str, Any], str | None]] = []
     handler: type[Engine] = type("Handler", (Engine,), {"reply": reply, "seen": seen})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler) as url:
+        yield int(url.rsplit(":", 1)[1]), seen
 
 
 def warm_up(port: int, env: dict[str, str] | None = None) -> int:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from preflight.probes import completion, port_open
+from tests.http_stand_in import serving
 
 CHUNK = {"choices": [{"index": 0, "text": "x", "finish_reason": None}]}
 LAST = {"choices": [{"index": 0, "text": "x", "finish_reason": "length"}]}
@@ -61,11 +61,8 @@ class Endings(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Endings)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(Endings) as url:
+        yield url
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,8 @@ import json
 import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,6 +15,7 @@ import pytest
 
 import workloads.cache_release
 from components.model_cache import RELEASE_SOURCE, release_code
+from tests.http_stand_in import serving
 from workloads.cache_release import claim, main, release
 
 CLAIMS = "/api/v1/namespaces/llm-serving/persistentvolumeclaims/"
@@ -89,15 +89,8 @@ def api() -> Iterator[str]:
     _ApiServer.calls = []
     _ApiServer.kinds = []
     _ApiServer.empty = False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
-    # shutdown() returns once serve_forever next looks at its flag: every 0.5 s by default, 50 ms here.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+    with serving(_ApiServer) as url:
+        yield url
 
 
 @pytest.fixture
@@ -120,17 +113,10 @@ def account(tmp_path: Path) -> Path:
 @pytest.fixture
 def tls_api(api: str, account: Path) -> Iterator[str]:
     """The same API server behind TLS, with the certificate the account's ca.crt holds (as in a cluster)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
     served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     served.load_cert_chain(account / "ca.crt", account.parent / "key.pem")
-    server.socket = served.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+    with serving(_ApiServer, tls=served) as url:
+        yield url
 
 
 def test_release_deletes_the_writable_claim_as_the_job_account(api: str) -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import ssl
-import threading
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.http_stand_in import serving
 from tests.workloads.batch.conftest import DEPLOYMENT, NAMESPACE, KubernetesApi
 from workloads.batch.replicas import SERVICE_ACCOUNT, DeploymentApi, ReplicaCount, ReplicaMeter
 
@@ -98,13 +98,8 @@ def canned() -> Iterator[Canned]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    found.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield found
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as found.url:
+        yield found
 
 
 def test_each_read_asks_for_the_form_it_parses(canned: Canned) -> None:
