@@ -87,6 +87,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "components/observability.py": ("tests/components/test_observability_rules.py",),
     "components/gateway.py": ("tests/components/test_gateway_rules.py",),
     "components/cluster.py": ("tests/components/test_cluster_rules.py",),
+    "components/compile_cache.py": ("tests/components/test_compile_cache_rules.py",),
+    "components/registry.py": ("tests/components/test_registry_rules.py",),
     "workloads/batch/lines.py": ("tests/workloads/batch/test_lines.py",),
     "workloads/batch/report.py": ("tests/workloads/batch/test_report.py",),
     "workloads/batch/serving.py": ("tests/workloads/batch/test_serving.py",),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Callable
+from typing import Any
+from unittest import mock
 
 import pulumi
 
@@ -36,3 +38,21 @@ def registered(program: Callable[[], object], engine: pulumi.runtime.Mocks | Non
     # A fresh context per run: the SDK keeps its state in context variables.
     contextvars.Context().run(run)
     return render
+
+
+def component_outputs(program: Callable[[], object]) -> dict[str, Any]:
+    """What each component ``program`` makes registers as its outputs (kept in the stack's state), resolved, by its name.
+
+    The stack's own outputs (``pulumi.export``) are left out: ``registered`` returns them to no one."""
+    found: dict[str, Any] = {}
+    register = pulumi.ComponentResource.register_outputs
+
+    def recording(component: pulumi.ComponentResource, outputs: Any) -> None:
+        name = component._name
+        if not isinstance(component, pulumi.runtime.stack.Stack):
+            pulumi.Output.from_input(outputs).apply(lambda resolved: found.__setitem__(name, resolved))
+        register(component, outputs)
+
+    with mock.patch.object(pulumi.ComponentResource, "register_outputs", recording):
+        registered(program)
+    return found
