@@ -167,7 +167,7 @@ class ServingProfile(Section):
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not ENV_NAME.match(name):
+            if not ENV_NAME.fullmatch(name):
                 raise ConfigProblem((name,), name, "is not an environment variable name Kubernetes takes: printable ASCII without '='")
             if name in PROGRAM_VARIABLES:
                 raise ConfigProblem(

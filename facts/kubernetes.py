@@ -24,7 +24,7 @@ _QUANTITY_FACTORS = {
     "Ei": Decimal(2**60),
 }
 # Kubernetes 1.30+ (RelaxedEnvironmentVariableValidation) takes any printable ASCII but '='.
-ENV_NAME = re.compile(r"^[\x20-\x3c\x3e-\x7e]+\Z")
+ENV_NAME = re.compile(r"[\x20-\x3c\x3e-\x7e]+")
 
 
 def quantity(value: str) -> Decimal:

@@ -65,4 +65,4 @@ def test_what_is_not_a_quantity_is_refused_naming_it(text: str) -> None:
     ("name", "taken"), [("VLLM_LOGGING_LEVEL", True), ("a.b-c d", True), ("A=B", False), ("", False), ("\t", False), ("A\n", False)]
 )
 def test_an_environment_variable_name_is_printable_ascii_without_an_equals_sign(name: str, taken: bool) -> None:
-    assert bool(ENV_NAME.match(name)) is taken
+    assert bool(ENV_NAME.fullmatch(name)) is taken
