@@ -89,6 +89,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "components/cluster.py": ("tests/components/test_cluster_rules.py",),
     "components/compile_cache.py": ("tests/components/test_compile_cache_rules.py",),
     "components/registry.py": ("tests/components/test_registry_rules.py",),
+    "components/network.py": ("tests/components/test_network_rules.py",),
+    "components/apis.py": ("tests/components/test_apis_rules.py",),
     "workloads/batch/lines.py": ("tests/workloads/batch/test_lines.py",),
     "workloads/batch/report.py": ("tests/workloads/batch/test_report.py",),
     "workloads/batch/serving.py": ("tests/workloads/batch/test_serving.py",),
@@ -291,6 +293,9 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent("components.benchmark.x_benchmark_script", '"PIDS=()"', "bash's pids+= creates the array: the declaration is not needed"),
     Equivalent("components.benchmark.x_server_root", 'rstrip("XX/XX")', "the Service URL ends in its port or /v1: no X to strip"),
+    Equivalent("components.apis.x_serving_api", 'split("/", 2)[0]', "item 0 is the text before the first /, whatever the limit"),
+    Equivalent("components.apis.x_serving_api", 'split("/", )[0]', "item 0 is the text before the first /, whatever the limit"),
+    Equivalent("components.apis.x_serving_api", 'rsplit("/", 1)[0]', "a pulumi-gcp type token holds one /: gcp:<module>/<resource>:<Type>"),
 )
 
 # mutmut's exit codes (mutmut/stats.py, 3.8.1), grouped as the table shows them.
