@@ -109,6 +109,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/report.py": ("tests/preflight/test_report.py", "tests/preflight/test_report_rules.py"),
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
+    "preflight/caches.py": ("tests/preflight/test_caches.py", "tests/preflight/test_caches_rules.py"),
 }
 
 
@@ -229,6 +230,10 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.logscan.x_parse_with_project", '"XXpreflightXX"', "the breakdown's pod name is never read here"),
     Equivalent("preflight.logscan.x_parse_with_project", '"PREFLIGHT"', "the breakdown's pod name is never read here"),
     Equivalent("preflight.drain.x__ended", 'float("INF")', "float reads inf in any case"),
+    Equivalent("preflight.caches.x_prepare_start", "exist_ok=None", "the root was removed just before: it never exists here"),
+    Equivalent("preflight.caches.x_prepare_start", "exist_ok=False", "the root was removed just before: it never exists here"),
+    Equivalent("preflight.caches.x_prepare_start", "mkdir(parents=True, )", "the root was removed just before: it never exists here"),
+    Equivalent("preflight.caches.x_summary", ".get(folder, [0, 1])[0]", "only the default's file count is read"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',
