@@ -92,6 +92,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "components/network.py": ("tests/components/test_network_rules.py",),
     "components/apis.py": ("tests/components/test_apis_rules.py",),
     "components/programs.py": ("tests/components/test_programs_rules.py",),
+    "components/proxy_subnet.py": ("tests/components/test_proxy_subnet_rules.py",),
+    "components/credentials.py": ("tests/components/test_credentials_rules.py",),
     "workloads/batch/lines.py": ("tests/workloads/batch/test_lines.py",),
     "workloads/batch/report.py": ("tests/workloads/batch/test_report.py",),
     "workloads/batch/serving.py": ("tests/workloads/batch/test_serving.py",),
