@@ -43,9 +43,9 @@ class ProgressCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         p = self.progress
-        # prometheus_client appends _total to a counter's name itself.
-        yield CounterMetricFamily(layout.DONE.removesuffix("_total"), "Batch requests answered with a response", value=p.done.value)
-        yield CounterMetricFamily(layout.FAILED.removesuffix("_total"), "Batch lines answered with an error", value=p.failed.value)
+        # A counter's family drops _total from the name and its sample puts it back (prometheus_client 0.26.0).
+        yield CounterMetricFamily(layout.DONE, "Batch requests answered with a response", value=p.done.value)
+        yield CounterMetricFamily(layout.FAILED, "Batch lines answered with an error", value=p.failed.value)
         yield GaugeMetricFamily(layout.BACKLOG, "Lines of claimed inputs not yet answered", value=p.backlog.value)
         yield GaugeMetricFamily(layout.IN_FLIGHT, "Batch requests sent and not yet answered", value=p.in_flight.value)
         yield GaugeMetricFamily(layout.WAITING_FILES, "Inputs waiting for a runner", value=p.waiting_files.value)

@@ -1,0 +1,115 @@
+"""The startup probe's program in-process, against a local completions endpoint: what it sends, and when it succeeds."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from workloads.warm_up import answered, main
+
+FINISHED = {"choices": [{"index": 0, "text": "!", "finish_reason": "length"}]}
+UNFINISHED = {"choices": [{"index": 0, "text": "", "finish_reason": None}]}
+
+
+@dataclass
+class Engine:
+    """Answers each POST with the next of ``replies`` (the last one repeats) and records what it got."""
+
+    replies: list[dict[str, Any]]
+    # Holds each answer until this many requests are in: engines that answer only requests sent at once.
+    together: int = 1
+    url: str = ""
+    seen: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def engine() -> Iterator[Engine]:
+    state = Engine([FINISHED])
+    lock = threading.Lock()
+    arrived = threading.Condition(lock)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with arrived:
+                state.seen.append((self.command, dict(self.headers), body))
+                reply = state.replies[min(len(state.seen), len(state.replies)) - 1]
+                arrived.notify_all()
+                together = arrived.wait_for(lambda: len(state.seen) >= state.together, timeout=2)
+            data = json.dumps(reply if together else UNFINISHED).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_completion_is_a_one_token_json_post_for_the_served_model_without_a_key(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    assert answered(engine.url, "served/model") is True
+    ((method, headers, body),) = engine.seen
+    assert method == "POST"
+    assert headers["Content-Type"] == "application/json"
+    assert "Authorization" not in headers
+    assert body == {"model": "served/model", "prompt": "Hello", "max_tokens": 1}
+
+
+def test_vllms_api_key_goes_as_a_bearer_token_and_an_empty_one_is_no_key(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_API_KEY", "sk-test")
+    assert answered(engine.url, "m")
+    monkeypatch.setenv("VLLM_API_KEY", "")
+    assert answered(engine.url, "m")
+    assert [headers.get("Authorization") for _, headers, _ in engine.seen] == ["Bearer sk-test", None]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (FINISHED, True),
+        (UNFINISHED, False),
+        ({"choices": [{"finish_reason": "stop"}, {"finish_reason": None}]}, False),
+        ({"choices": [{"finish_reason": "stop"}, {"finish_reason": "length"}]}, True),
+        ({"choices": []}, False),
+        ({"error": "engine dead"}, False),
+    ],
+    ids=["finished", "unfinished", "one-of-two-unfinished", "both-finished", "no-choice", "no-choices"],
+)
+def test_an_answer_counts_only_when_every_choice_has_a_finish_reason(engine: Engine, reply: dict[str, Any], expected: bool) -> None:
+    engine.replies = [reply]
+    assert answered(engine.url, "m") is expected
+
+
+def test_the_probe_sends_n_completions_at_once_and_succeeds_when_each_is_answered(engine: Engine) -> None:
+    # Each answer waits for all eight requests: sent one after another, or by fewer threads, none would finish.
+    engine.together = 8
+    assert main(engine.url, "served", 8) == 0
+    assert len(engine.seen) == 8
+    assert {body["model"] for _, _, body in engine.seen} == {"served"}
+
+
+def test_one_engine_still_compiling_fails_the_probe(engine: Engine) -> None:
+    engine.replies = [FINISHED, FINISHED, UNFINISHED, FINISHED]
+    assert main(engine.url, "served", 4) == 1
+    assert len(engine.seen) == 4
+
+
+def test_a_probe_of_one_sends_one(engine: Engine) -> None:
+    assert main(engine.url, "served", 1) == 0
+    assert len(engine.seen) == 1
