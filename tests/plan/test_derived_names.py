@@ -10,10 +10,11 @@ import re
 import pytest
 
 from facts.naming import ACCOUNT_ID_LENGTH, NETWORK_NAME_LENGTH, account_id
+from plan.stack import plan_stack
 from render.changes import changes, records
-from render.engine import Render, render_stack
+from render.engine import render_stack
 from tests.config.test_platform_rules import refusal, with_changes
-from tests.conftest import render_with, rendered, stack_file_config
+from tests.conftest import render_with, rendered, stack_file_config, stack_settings
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 # The accounts registered under these names take their ids from `cluster.name` (the nodes', the compile cache's).
@@ -23,8 +24,23 @@ LONG = "llm-serving-europe-west4-production-a"
 COMPUTE_NAME_LENGTH = 63
 
 
-def cluster_accounts(render: Render) -> dict[str, str]:
-    return {a.name: a.inputs["accountId"] for a in render.by_type(ACCOUNT) if a.name in FROM_THE_CLUSTER}
+def planned_accounts(cluster_name: str) -> dict[str, str]:
+    """The account ids the plan derives for the batch stack with ``cluster.name`` set, by the name each is registered under."""
+    settings = stack_settings("batch")
+    plan = plan_stack(settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"name": cluster_name})}), "batch")
+    assert plan.compile_cache and plan.autoscaling and plan.batch
+    return {
+        "nodes": plan.cluster.node_account,
+        "replicas": plan.compile_cache.account_id,
+        "keda-operator": plan.autoscaling.account_id,
+        "batch-runner": plan.batch.account_id,
+    }
+
+
+def test_every_account_is_registered_with_the_id_the_plan_derives() -> None:
+    # The other tests judge the plan's ids: this one ties them to what the components register.
+    registered = {a.name: a.inputs["accountId"] for a in render_with("batch", cluster={"name": LONG}).by_type(ACCOUNT)}
+    assert registered == planned_accounts(LONG)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +56,7 @@ def cluster_accounts(render: Render) -> dict[str, str]:
     ],
 )
 def test_two_cluster_names_never_derive_one_account(first: str, second: str) -> None:
-    one, other = (set(cluster_accounts(render_with("batch", cluster={"name": name})).values()) for name in (first, second))
+    one, other = ({planned_accounts(name)[account] for account in FROM_THE_CLUSTER} for name in (first, second))
     assert len(one) == len(FROM_THE_CLUSTER)
     assert not one & other
 
@@ -48,8 +64,9 @@ def test_two_cluster_names_never_derive_one_account(first: str, second: str) -> 
 def test_accounts_that_fit_keep_the_ids_they_had() -> None:
     # A changed id replaces the account, so a name that was never cut keeps its plain id.
     fits = "a" * 22
-    assert cluster_accounts(render_with("batch", cluster={"name": fits})) == {"nodes": f"{fits}-nodes", "replicas": f"{fits}-compile"}
-    assert cluster_accounts(render_with("batch", cluster={"name": "a" * 24}))["nodes"] == "a" * 24 + "-nodes"
+    accounts = planned_accounts(fits)
+    assert (accounts["nodes"], accounts["replicas"]) == (f"{fits}-nodes", f"{fits}-compile")
+    assert planned_accounts("a" * 24)["nodes"] == "a" * 24 + "-nodes"
 
 
 def test_a_stack_made_when_long_names_were_cut_keeps_its_nodes_account() -> None:
@@ -67,16 +84,12 @@ def test_a_stack_made_when_long_names_were_cut_keeps_its_nodes_account() -> None
     assert found[(ACCOUNT, "replicas")] == "replace"
 
 
-def stack_accounts(render: Render) -> dict[str, str]:
-    return {a.name: a.inputs["accountId"] for a in render.by_type(ACCOUNT)}
-
-
 @pytest.mark.parametrize(("first", "second"), [("llm-dev", "llm-prod"), (LONG, LONG[:-1] + "b")])
 def test_two_stacks_of_one_project_derive_different_ids_for_every_account(first: str, second: str) -> None:
     # A dev and a prod stack often share a project, where account ids are unique: one id in both fails the
     # second stack's first `up` with 409.
-    one, other = (stack_accounts(render_with("batch", cluster={"name": name})) for name in (first, second))
-    assert set(one) == set(other) >= {*FROM_THE_CLUSTER, "keda-operator", "batch-runner"}
+    one, other = (planned_accounts(name) for name in (first, second))
+    assert set(one) == set(other) == {*FROM_THE_CLUSTER, "keda-operator", "batch-runner"}
     assert not set(one.values()) & set(other.values())
 
 
