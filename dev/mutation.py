@@ -116,8 +116,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "preflight/report.py": ("tests/preflight/test_report.py", "tests/preflight/test_report_rules.py"),
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
-    "preflight/miniature.py": ("tests/preflight/test_miniature.py",),
     "preflight/caches.py": ("tests/preflight/test_caches.py", "tests/preflight/test_caches_rules.py"),
+    "preflight/miniature.py": ("tests/preflight/test_miniature.py", "tests/preflight/test_miniature_rules.py"),
+    "preflight/rendered.py": ("tests/preflight/test_rendered.py", "tests/preflight/test_rendered_rules.py"),
 }
 
 
@@ -242,6 +243,28 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.caches.x_prepare_start", "exist_ok=False", "the root was removed just before: it never exists here"),
     Equivalent("preflight.caches.x_prepare_start", "mkdir(parents=True, )", "the root was removed just before: it never exists here"),
     Equivalent("preflight.caches.x_summary", ".get(folder, [0, 1])[0]", "only the default's file count is read"),
+    Equivalent("preflight.rendered.x_flag_names", 'split("=", )[0]', "only the part before the first = is read"),
+    Equivalent("preflight.rendered.x_flag_names", 'split("=", 2)[0]', "only the part before the first = is read"),
+    Equivalent("preflight.rendered.x_engine_spec", 'get("readOnly", None)', "bool(None) is False, as bool(False) is"),
+    Equivalent("preflight.rendered.x_engine_spec", 'get("readOnly", )', "bool(None) is False, as bool(False) is"),
+    Equivalent("preflight.rendered.x_engine_spec", 'get("sizeLimit", None)', "no size is read from 'None', '' or 'XXXX' alike"),
+    Equivalent("preflight.rendered.x_engine_spec", 'get("sizeLimit", )', "no size is read from 'None', '' or 'XXXX' alike"),
+    Equivalent("preflight.rendered.x_engine_spec", 'get("sizeLimit", "XXXX")', "no size is read from 'None', '' or 'XXXX' alike"),
+    Equivalent("preflight.rendered.x__load_yaml", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.rendered.x_queries", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.rendered.x_read_prepared", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent(
+        "preflight.miniature.x__small_text", '"num_hidden_layers", 3 * period)', "the min around it caps the default at two periods"
+    ),
+    Equivalent("preflight.miniature.x_corpus", 'yield path.read_text(encoding="UTF-8")', "Python's codec names ignore case"),
+    Equivalent("preflight.miniature.x_corpus", '"os.py").read_text(encoding="UTF-8")', "Python's codec names ignore case"),
+    Equivalent("preflight.miniature.x__read_json", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.miniature.x__json_text", "indent=None", "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.miniature.x__json_text", "indent=2", "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.miniature.x__json_text", "json.dumps(value, )", "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.miniature.x__write", "encoding=None", "the text is ASCII, which any locale's encoding writes alike"),
+    Equivalent("preflight.miniature.x__write", "write_text(text, )", "the text is ASCII, which any locale's encoding writes alike"),
+    Equivalent("preflight.miniature.x__write", 'encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

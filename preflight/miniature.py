@@ -16,7 +16,7 @@ import random
 import shutil
 import sys
 import sysconfig
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,8 @@ TOKEN_KEYS = {
     "pad_token_id": "<|endoftext|>",
     "bos_token_id": "<|endoftext|>",
 }
+# The real model's quantization and its old dtype key: the miniature is bf16 (``dtype``) at every level.
+DROPPED = ("quantization_config", "torch_dtype")
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
     "{%- set content = message['content'] if message['content'] is string else "
@@ -86,6 +88,19 @@ class ModelSource:
     provenance: str
 
 
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _json_text(value: Any) -> str:
+    """JSON as the miniature's files hold it: indented for a person reading them, ASCII (json escapes the rest)."""
+    return json.dumps(value, indent=1)
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
 def vendored_folder(model: str) -> Path:
     return VENDORED / model.replace("/", "--")
 
@@ -94,7 +109,8 @@ def hf_cache_snapshot(model: str, env: Mapping[str, str]) -> Path | None:
     """The newest snapshot of ``model`` with a config.json in the Hugging Face cache, or None."""
     home = env.get("HF_HUB_CACHE") or str(Path(env.get("HF_HOME") or Path(env.get("HOME", "~")) / ".cache" / "huggingface") / "hub")
     snapshots = Path(home).expanduser() / f"models--{model.replace('/', '--')}" / "snapshots"
-    found = [s for s in snapshots.glob("*") if (s / "config.json").exists()] if snapshots.is_dir() else []
+    # A missing folder globs to nothing.
+    found = [s for s in snapshots.glob("*") if (s / "config.json").exists()]
     return max(found, key=lambda s: (s / "config.json").stat().st_mtime) if found else None
 
 
@@ -102,7 +118,7 @@ def find_source(model: str, env: Mapping[str, str]) -> ModelSource:
     """The model's real config: the Hugging Face cache first, else the vendored copy."""
     snapshot = hf_cache_snapshot(model, env)
     if snapshot is not None:
-        config = json.loads((snapshot / "config.json").read_text(encoding="utf-8"))
+        config = _read_json(snapshot / "config.json")
         return ModelSource(model, snapshot, config, f"Hugging Face cache, revision {snapshot.name}")
     folder = vendored_folder(model)
     if not (folder / "config.json").exists():
@@ -111,7 +127,7 @@ def find_source(model: str, env: Mapping[str, str]) -> ModelSource:
             f"no config.json of {model}: not in the Hugging Face cache and not vendored (vendored: {', '.join(known)}); "
             f"put its config.json in the cache (huggingface-cli download {model} config.json) or under {folder}"
         )
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = _read_json(folder / "config.json")
     return ModelSource(model, folder, config, f"vendored copy, {folder.relative_to(VENDORED.parent.parent)}/PROVENANCE.md")
 
 
@@ -148,13 +164,14 @@ def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
         if key in small and small[key] is not None:
             small[key] = token_id(token)
     small["dtype"] = "bfloat16"
-    small.pop("quantization_config", None)
+    for key in DROPPED:
+        small.pop(key, None)
     return small
 
 
 def miniature_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` made small: the same classes and layer pattern, smaller widths, the miniature's token ids, bf16."""
-    small = {k: v for k, v in config.items() if k not in ("quantization_config", "torch_dtype")}
+    small = {k: v for k, v in config.items() if k not in DROPPED}
     if "text_config" in config:
         small["text_config"] = _small_text(config["text_config"])
     else:
@@ -179,16 +196,43 @@ def corpus(limit: int = 120) -> Iterator[str]:
     """Local text to train the tokenizer on: this Python's own standard library sources, in a fixed order."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for path in sorted(stdlib.glob("*.py"))[:limit]:
-        yield path.read_text(encoding="utf-8", errors="replace")
-    words = " ".join((stdlib / "os.py").read_text(encoding="utf-8", errors="replace").split()[:20000]).split()
+        yield path.read_text(encoding="utf-8")
+    words = (stdlib / "os.py").read_text(encoding="utf-8").split()
     rng = random.Random(0)
     for _ in range(500):
         yield " ".join(rng.choice(words) for _ in range(60))
 
 
-def write_tokenizer(out: Path) -> None:
-    """A byte-level BPE trained on local text, ChatML's special tokens after it, and a ChatML chat template."""
-    # The tokenizers library comes with transformers on the GPU machine, not with the project.
+def tokenizer_files() -> dict[str, str]:
+    """What the engine reads besides ``tokenizer.json``, by file name: the tokenizer's settings, the chat template, the ends."""
+    decoder = {
+        str(token_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+        for t in SPECIAL_TOKENS
+    }
+    settings = {
+        "tokenizer_class": "Qwen2Tokenizer",
+        "model_max_length": 262144,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "bos_token": None,
+        "unk_token": None,
+        "add_prefix_space": False,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": decoder,
+        "chat_template": CHAT_TEMPLATE,
+    }
+    generation = {"eos_token_id": [token_id("<|im_end|>"), token_id("<|endoftext|>")], "pad_token_id": token_id("<|endoftext|>")}
+    return {
+        "tokenizer_config.json": _json_text(settings),
+        "chat_template.jinja": CHAT_TEMPLATE,
+        "generation_config.json": _json_text(generation),
+    }
+
+
+# Not mutated: it needs the tokenizers library, which comes with transformers on the GPU machine and not
+# with the project; the real runs (tests/real_runs/) served a miniature with the tokenizer it wrote.
+def train_tokenizer(out: Path) -> None:  # pragma: no mutate block
+    """``tokenizer.json``: a byte-level BPE trained on ``corpus()``, ChatML's special tokens after it."""
     lib: Any = importlib.import_module("tokenizers")
     AddedToken, Tokenizer = lib.AddedToken, lib.Tokenizer  # noqa: N806
     decoders, models, pre_tokenizers, processors, trainers = lib.decoders, lib.models, lib.pre_tokenizers, lib.processors, lib.trainers
@@ -206,29 +250,19 @@ def write_tokenizer(out: Path) -> None:
         if tokenizer.token_to_id(token) != token_id(token):
             raise RuntimeError(f"{token} got id {tokenizer.token_to_id(token)}, not {token_id(token)}")
     tokenizer.save(str(out / "tokenizer.json"))
-    decoder = {
-        str(token_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
-        for t in SPECIAL_TOKENS
-    }
-    settings = {
-        "tokenizer_class": "Qwen2Tokenizer",
-        "model_max_length": 262144,
-        "eos_token": "<|im_end|>",
-        "pad_token": "<|endoftext|>",
-        "bos_token": None,
-        "unk_token": None,
-        "add_prefix_space": False,
-        "clean_up_tokenization_spaces": False,
-        "added_tokens_decoder": decoder,
-        "chat_template": CHAT_TEMPLATE,
-    }
-    (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
-    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
-    generation = {"eos_token_id": [token_id("<|im_end|>"), token_id("<|endoftext|>")], "pad_token_id": token_id("<|endoftext|>")}
-    (out / "generation_config.json").write_text(json.dumps(generation, indent=1), encoding="utf-8")
 
 
-def write_weights(out: Path, config: Mapping[str, Any]) -> dict[str, Any]:
+def write_tokenizer(out: Path) -> None:
+    """A byte-level BPE trained on local text, ChatML's special tokens after it, and a ChatML chat template."""
+    train_tokenizer(out)
+    for name, text in tokenizer_files().items():
+        _write(out / name, text)
+
+
+# The next two are not mutated: they need torch, transformers and safetensors, which the project does not
+# install; the real runs (tests/real_runs/) served the weights they wrote. The MTP tensors' names come from
+# mtp_names, which is tested.
+def write_weights(out: Path, config: Mapping[str, Any]) -> dict[str, Any]:  # pragma: no mutate block
     """Random bf16 weights of ``config``'s model class (transformers), plus the MTP layers transformers leaves out."""
     torch: Any = importlib.import_module("torch")
     transformers: Any = importlib.import_module("transformers")
@@ -252,25 +286,28 @@ def write_weights(out: Path, config: Mapping[str, Any]) -> dict[str, Any]:
     return {"tensors": len(tensors), "parameters": count, "bytes": (out / "model.safetensors").stat().st_size, "device": device}
 
 
-def _mtp_tensors(tensors: Mapping[str, Any], text: Mapping[str, Any], layers: int) -> dict[str, Any]:
-    """Qwen 3.5's MTP block as vLLM loads it (vllm/model_executor/models/qwen3_5_mtp.py: ``mtp.*``).
+def mtp_names(names: Iterable[str], text: Mapping[str, Any], layers: int) -> dict[str, str]:
+    """Qwen 3.5's MTP layers as vLLM loads them (vllm/model_executor/models/qwen3_5_mtp.py: ``mtp.*``), each from its source.
 
-    Each MTP layer is a full-attention decoder layer: a copy of the model's first one. ``fc`` maps the
-    concatenated embedding and hidden state back to the hidden size; the norms start at zero, which
-    Qwen 3.5's RMSNorm (scale 1 + w) reads as identity.
+    Each MTP layer is a full-attention decoder layer: a copy of the model's first one, found under either
+    prefix transformers gives a text model's layers (a multimodal model nests it under ``language_model``).
     """
-    torch: Any = importlib.import_module("torch")
     kinds = list(text.get("layer_types") or [])
     first = kinds.index("full_attention")
-    prefix = next(p for p in (f"model.language_model.layers.{first}.", f"model.layers.{first}.") if any(k.startswith(p) for k in tensors))
+    names = list(names)
+    prefix = next(p for p in (f"model.language_model.layers.{first}.", f"model.layers.{first}.") if any(n.startswith(p) for n in names))
+    return {f"mtp.layers.{index}.{name[len(prefix) :]}": name for index in range(layers) for name in names if name.startswith(prefix)}
+
+
+def _mtp_tensors(tensors: Mapping[str, Any], text: Mapping[str, Any], layers: int) -> dict[str, Any]:  # pragma: no mutate block
+    """The MTP block's tensors: the layers ``mtp_names`` names, copied; ``fc`` maps the concatenated embedding and
+    hidden state back to the hidden size; the norms start at zero, which Qwen 3.5's RMSNorm (scale 1 + w) reads as identity.
+    """
+    torch: Any = importlib.import_module("torch")
     hidden = int(text["hidden_size"])
     sample = next(iter(tensors.values()))
     generator = torch.Generator(device=sample.device).manual_seed(1)
-    found: dict[str, Any] = {}
-    for index in range(layers):
-        for name, tensor in tensors.items():
-            if name.startswith(prefix):
-                found[f"mtp.layers.{index}.{name[len(prefix) :]}"] = tensor.clone()
+    found: dict[str, Any] = {name: tensors[source].clone() for name, source in mtp_names(tensors, text, layers).items()}
     fc = torch.randn(hidden, 2 * hidden, generator=generator, device=sample.device) * 0.02
     found["mtp.fc.weight"] = fc.to(torch.bfloat16)
     for norm in ("mtp.norm.weight", "mtp.pre_fc_norm_hidden.weight", "mtp.pre_fc_norm_embedding.weight"):
@@ -284,11 +321,11 @@ def write(out: Path, source: ModelSource, *, weights: bool = True) -> dict[str, 
     small = miniature_config(source.config)
     digest = config_digest(small)
     marker = out / "preflight-miniature.json"
-    if marker.exists() and json.loads(marker.read_text(encoding="utf-8")).get("digest") == digest and (out / "model.safetensors").exists():
-        made: dict[str, Any] = json.loads(marker.read_text(encoding="utf-8"))
+    if marker.exists() and _read_json(marker).get("digest") == digest and (out / "model.safetensors").exists():
+        made: dict[str, Any] = _read_json(marker)
         made["reused"] = True
         return made
-    (out / "config.json").write_text(json.dumps(small, indent=1), encoding="utf-8")
+    _write(out / "config.json", _json_text(small))
     for name in PROCESSOR_FILES:
         if (source.folder / name).exists():
             shutil.copyfile(source.folder / name, out / name)
@@ -296,7 +333,7 @@ def write(out: Path, source: ModelSource, *, weights: bool = True) -> dict[str, 
     made = {"model": source.model, "source": source.provenance, "digest": digest}
     if weights:
         made["weights"] = write_weights(out, small)
-    marker.write_text(json.dumps(made, indent=1), encoding="utf-8")
+    _write(marker, _json_text(made))
     return made
 
 
