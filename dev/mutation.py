@@ -119,6 +119,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/caches.py": ("tests/preflight/test_caches.py", "tests/preflight/test_caches_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py", "tests/preflight/test_miniature_rules.py"),
     "preflight/rendered.py": ("tests/preflight/test_rendered.py", "tests/preflight/test_rendered_rules.py"),
+    "preflight/cli.py": ("tests/preflight/test_cli_rules.py",),
+    "preflight/prepare.py": ("tests/preflight/test_prepare_rules.py",),
 }
 
 
@@ -253,6 +255,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.rendered.x__load_yaml", 'encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent("preflight.rendered.x_queries", 'encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent("preflight.rendered.x_read_prepared", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.prepare.x_prepare", "check=None", "subprocess.run's check is False by default, and None is false"),
+    Equivalent("preflight.prepare.x_prepare", "cwd=root, )", "subprocess.run's check is False by default, and None is false"),
+    Equivalent("preflight.prepare.x_prepare", "indent=None", "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.prepare.x_prepare", "indent=2", "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.prepare.x_prepare", 'stack), ) + "\\n"', "JSON's whitespace is not read: only a person sees it"),
+    Equivalent("preflight.prepare.x_prepare", "encoding=None", "json.dumps writes ASCII, which any locale's encoding writes alike"),
+    Equivalent("preflight.prepare.x_prepare", '+ "\\n", )', "json.dumps writes ASCII, which any locale's encoding writes alike"),
+    Equivalent("preflight.prepare.x_prepare", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.prepare.x_prepared", "benchmark_spec(settings, None,", "client 0's command reads neither labels nor image"),
+    Equivalent("preflight.prepare.x_prepared", "benchmark_spec(settings, {}, None)", "client 0's command reads neither labels nor image"),
     Equivalent(
         "preflight.miniature.x__small_text", '"num_hidden_layers", 3 * period)', "the min around it caps the default at two periods"
     ),

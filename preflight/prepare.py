@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,8 @@ def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
 
 def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
     """The benchmark client of one serving node and the model's id, as the preflight reads them."""
-    # One serving node's clients, also for a stack scaled to zero.
-    spec = replace(benchmark_spec(settings, {}, settings.benchmark.image), nodes=max(settings.nodes, 1))
+    # Client 0's command line reads neither the node count nor the labels: a stack scaled to zero has one too.
+    spec = benchmark_spec(settings, {}, settings.benchmark.image)
     return {
         "stack": stack,
         "model": settings.model.id,
