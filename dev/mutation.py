@@ -121,6 +121,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/rendered.py": ("tests/preflight/test_rendered.py", "tests/preflight/test_rendered_rules.py"),
     "preflight/cli.py": ("tests/preflight/test_cli_rules.py",),
     "preflight/prepare.py": ("tests/preflight/test_prepare_rules.py",),
+    "preflight/bench.py": ("tests/preflight/test_bench.py", "tests/preflight/test_bench_rules.py"),
+    "preflight/metrics.py": ("tests/preflight/test_metrics.py", "tests/preflight/test_metrics_rules.py"),
 }
 
 
@@ -265,6 +267,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.prepare.x_prepare", 'encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent("preflight.prepare.x_prepared", "benchmark_spec(settings, None,", "client 0's command reads neither labels nor image"),
     Equivalent("preflight.prepare.x_prepared", "benchmark_spec(settings, {}, None)", "client 0's command reads neither labels nor image"),
+    Equivalent("preflight.bench.x_client_argv", 'given = {arg.split("=", )[0]', "only the part before the first = is read"),
+    Equivalent("preflight.bench.x_client_argv", 'given = {arg.split("=", 2)[0]', "only the part before the first = is read"),
+    Equivalent("preflight.bench.x_client_argv", 'if arg.split("=", )[0] not in OWN', "only the part before the first = is read"),
+    Equivalent("preflight.bench.x_client_argv", 'if arg.split("=", 2)[0] not in OWN', "only the part before the first = is read"),
+    Equivalent("preflight.bench.x_run", "check=None", "subprocess.run's check is False by default, and None is false"),
+    Equivalent("preflight.bench.x_run", "timeout=timeout, )", "subprocess.run's check is False by default, and None is false"),
+    Equivalent("preflight.bench.x_run", 'log.open("w", encoding="UTF-8")', "Python's codec names ignore case"),
+    Equivalent("preflight.bench.x_run", 'result.read_text(encoding="UTF-8")', "Python's codec names ignore case"),
+    Equivalent("preflight.metrics.x_samples", 'match["labels"] or "XXXX"', "no label is found in 'XXXX', as in ''"),
+    Equivalent("preflight.metrics.x_values", 'match["labels"] or "XXXX"', "no label is found in 'XXXX', as in ''"),
     Equivalent(
         "preflight.miniature.x__small_text", '"num_hidden_layers", 3 * period)', "the min around it caps the default at two periods"
     ),

@@ -18,8 +18,7 @@ def samples(text: str) -> dict[str, list[dict[str, str]]]:
     """Sample name -> the label sets it was exported with."""
     found: dict[str, list[dict[str, str]]] = {}
     for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
+        # A comment or a blank line does not match: a name cannot start with # or be empty.
         match = _SAMPLE.match(line)
         if match is None:
             continue
