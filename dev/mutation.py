@@ -123,6 +123,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/prepare.py": ("tests/preflight/test_prepare_rules.py",),
     "preflight/bench.py": ("tests/preflight/test_bench.py", "tests/preflight/test_bench_rules.py"),
     "preflight/metrics.py": ("tests/preflight/test_metrics.py", "tests/preflight/test_metrics_rules.py"),
+    "preflight/engine.py": ("tests/preflight/test_engine_rules.py",),
 }
 
 
@@ -289,6 +290,18 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("preflight.miniature.x__write", "encoding=None", "the text is ASCII, which any locale's encoding writes alike"),
     Equivalent("preflight.miniature.x__write", "write_text(text, )", "the text is ASCII, which any locale's encoding writes alike"),
     Equivalent("preflight.miniature.x__write", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.engine.xǁEngineǁ__init__", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.engine.xǁEngineǁwait_ready", "http(None, url", "urllib sends a request without a body as GET"),
+    Equivalent("preflight.engine.xǁEngineǁsend_signal", "check=None", "subprocess.run reads check as a truth value, False by default"),
+    Equivalent(
+        "preflight.engine.xǁEngineǁsend_signal",
+        '.name}"], capture_output=True)',
+        "subprocess.run reads check as a truth value, False by default",
+    ),
+    Equivalent("preflight.engine.xǁEngineǁkill", "check=None", "subprocess.run reads check as a truth value, False by default"),
+    Equivalent(
+        "preflight.engine.xǁEngineǁkill", 'SIGKILL"], capture_output=True)', "subprocess.run reads check as a truth value, False by default"
+    ),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

@@ -85,7 +85,7 @@ def run(engine: Engine, url: str, host: str, port: int, served: str, plan: Drain
     during_prestop.start()
     time.sleep(max(0.0, deleted + plan.prestop_seconds - time.monotonic()))
     sigterm = time.monotonic()
-    engine.signal()
+    engine.send_signal()
     closed: list[float] = []
 
     def watch_port() -> None:

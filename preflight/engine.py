@@ -90,7 +90,7 @@ class Engine:
     def last_line(self) -> str:
         return (self.tail[-1] if self.tail else "")[-160:]
 
-    def signal(self, number: int = signal.SIGTERM) -> None:
+    def send_signal(self, number: int = signal.SIGTERM) -> None:
         """Sends ``number`` to the engine's main process, as the kubelet does to a container's first process."""
         self.note(f"signal {signal.Signals(number).name}")
         if self.stop_argv:
@@ -109,7 +109,7 @@ class Engine:
         """SIGTERM, then SIGKILL to the whole session after ``timeout``; seconds from SIGTERM to exit (None: killed)."""
         if not self.running:
             return 0.0
-        self.signal(signal.SIGTERM)
+        self.send_signal(signal.SIGTERM)
         took = self.wait_exit(timeout)
         self.kill()
         return took
