@@ -116,6 +116,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "preflight/report.py": ("tests/preflight/test_report.py", "tests/preflight/test_report_rules.py"),
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
+    "preflight/probes.py": ("tests/preflight/test_probes.py", "tests/preflight/test_probes_rules.py"),
     "preflight/caches.py": ("tests/preflight/test_caches.py", "tests/preflight/test_caches_rules.py"),
     "preflight/miniature.py": ("tests/preflight/test_miniature.py", "tests/preflight/test_miniature_rules.py"),
     "preflight/rendered.py": ("tests/preflight/test_rendered.py", "tests/preflight/test_rendered_rules.py"),
@@ -302,6 +303,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "preflight.engine.xǁEngineǁkill", 'SIGKILL"], capture_output=True)', "subprocess.run reads check as a truth value, False by default"
     ),
+    Equivalent("preflight.probes.x_http", '{"content-type": "application/json"}', "urllib capitalizes header names"),
+    Equivalent("preflight.probes.x_http", '{"CONTENT-TYPE": "application/json"}', "urllib capitalizes header names"),
+    Equivalent("preflight.probes.x_completion", '{"content-type": "application/json"}', "urllib capitalizes header names"),
+    Equivalent("preflight.probes.x_completion", '{"CONTENT-TYPE": "application/json"}', "urllib capitalizes header names"),
+    Equivalent("preflight.probes.x_completion", "method=None, headers", "urllib sends a request with a body as POST"),
+    Equivalent("preflight.probes.x_completion", "encode(), headers=", "urllib sends a request with a body as POST"),
     Equivalent(
         "components.capacity.x__priority",
         'elif step == "reservation" or spec.reservation is not None',

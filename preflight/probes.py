@@ -73,7 +73,7 @@ def completion(
     except urllib.error.HTTPError as error:
         record.update(status=error.code, error=error.read().decode(errors="replace")[:300], ending=f"http {error.code}")
     except (OSError, ValueError) as error:
-        record.update(error=repr(error)[:300], ending=record.get("ending") or _ending_of_error(error))
+        record.update(error=repr(error)[:300], ending=_ending_of_error(error))
         if record.get("chunks"):
             # The connection closed in the middle of a stream that had sent tokens.
             record["ending"] = "stream cut" if not record.get("finish_reason") else "answered"
