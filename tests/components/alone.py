@@ -13,6 +13,9 @@ import pulumi
 from render.engine import Render, _Mocks
 from render.sdk import run_program
 
+# The type of the root component every Pulumi program has; its outputs are the stack's exports.
+STACK_TYPE = "pulumi:pulumi:Stack"
+
 
 def registered(program: Callable[[], object], engine: pulumi.runtime.Mocks | None = None) -> Render:
     """What ``program`` registers, recorded as a render records a stack's resources (the render's mock engine unless given)."""
@@ -47,10 +50,14 @@ def component_outputs(program: Callable[[], object]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     register = pulumi.ComponentResource.register_outputs
 
+    def keep(urn: str, resolved: Any) -> None:
+        # urn:pulumi:<stack>::<project>::<parent types$>type::<name>
+        _, _, kind, name = urn.split("::", 3)
+        if kind != STACK_TYPE:
+            found[name] = resolved
+
     def recording(component: pulumi.ComponentResource, outputs: Any) -> None:
-        name = component._name
-        if not isinstance(component, pulumi.runtime.stack.Stack):
-            pulumi.Output.from_input(outputs).apply(lambda resolved: found.__setitem__(name, resolved))
+        pulumi.Output.all(component.urn, outputs).apply(lambda both: keep(*both))
         register(component, outputs)
 
     with mock.patch.object(pulumi.ComponentResource, "register_outputs", recording):
