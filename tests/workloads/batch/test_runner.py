@@ -29,8 +29,9 @@ def run_once(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, **ove
 def test_every_custom_id_is_answered_exactly_once_through_503_429_drops_and_slow_answers(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
+    # Each fault comes back every few requests: 500 lines meet each of them dozens of times.
     server = vllm_like(status_503_every=7, status_429_every=11, drop_every=13, slow_every=50, slow_seconds=0.3)
-    ids = [f"req-{i}" for i in range(1500)]
+    ids = [f"req-{i}" for i in range(500)]
     upload_lines(bucket, "faults.jsonl", [chat_line(custom_id) for custom_id in ids])
 
     finished, _ = run_once(bucket, server, kubernetes_api)
@@ -73,8 +74,8 @@ def test_each_kind_of_bad_line_goes_to_errors_and_the_batch_goes_on(
 def test_a_replica_that_drains_and_comes_back_loses_no_request(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
-    server = vllm_like(drain_after=300, drain_seconds=1.0)
-    ids = [f"d{i}" for i in range(1000)]
+    server = vllm_like(drain_after=150, drain_seconds=1.0)
+    ids = [f"d{i}" for i in range(500)]
     upload_lines(bucket, "drain.jsonl", [chat_line(custom_id) for custom_id in ids])
 
     # Attempts that span at least 6 s (equal jitter), not the suite's 2.2 s: the server is a process of its
@@ -193,13 +194,13 @@ def test_worker_processes_split_one_input_and_answer_each_line_once(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
     server = vllm_like()
-    ids = [f"p{i}" for i in range(2000)]
+    ids = [f"p{i}" for i in range(600)]  # six parts of 100, three for each worker
     upload_lines(bucket, "shared.jsonl", [chat_line(custom_id) for custom_id in ids])
 
     _, progress = run_once(bucket, server, kubernetes_api, workers=2)
 
     assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, "output/shared.jsonl/")) == Counter(ids)
-    assert progress.done.value == 2000
+    assert progress.done.value == 600
     assert set(server.stats()["answered"].values()) == {1}
 
 
@@ -227,14 +228,19 @@ def test_a_runner_killed_mid_batch_is_resumed_without_repeating_finished_request
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
     parts_at_kill = random.randint(1, 4)
-    # The server holds its answers once every line of those parts has been sent (the runner sends in
-    # order, at most 2 replicas x 64 at once): the kill lands mid-batch however fast this machine is.
-    server = vllm_like(slow_every=97, slow_seconds=0.2, pause_after=500 * parts_at_kill + 2 * 64 + 1)
-    ids = [f"k{i}" for i in range(2500)]
+    # The server answers 500 x (parts_at_kill + 1) requests, then holds the rest: the kill lands mid-batch
+    # however fast this machine is. The runner keeps two parts of 500 open at once and sends their lines
+    # interleaved, so those answers finish at least parts_at_kill parts (a pause after the parts' lines
+    # plus the 2 x 64 in flight left both open parts unfinished at times: a minute's wait, then a kill anyway).
+    pause_after = 500 * (parts_at_kill + 1) + 1
+    server = vllm_like(slow_every=97, slow_seconds=0.2, pause_after=pause_after)
+    ids = [f"k{i}" for i in range(pause_after + 400)]  # and lines no request reached before the kill
     upload_lines(bucket, "killed.jsonl", [chat_line(custom_id) for custom_id in ids])
-    first = runner_process(bucket, server, kubernetes_api, lease_seconds=2.0)
-    deadline = time.monotonic() + 60
-    while len(list(bucket.list_blobs(prefix="output/killed.jsonl/"))) < parts_at_kill and time.monotonic() < deadline:
+    # Nothing else runs the batch while the runner lives, so a short lease costs no renewal race.
+    first = runner_process(bucket, server, kubernetes_api, lease_seconds=1.0)
+    deadline = time.monotonic() + 30
+    while len(list(bucket.list_blobs(prefix="output/killed.jsonl/"))) < parts_at_kill:
+        assert time.monotonic() < deadline, f"{parts_at_kill} parts not written within 30 s"
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
