@@ -5,6 +5,7 @@ Each test here failed on the runner before issue 32's fixes; each names the clas
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import threading
 import time
@@ -29,6 +30,22 @@ from tests.workloads.batch.conftest import (
 )
 from workloads.batch import bucket as objects
 from workloads.batch import layout
+
+
+def run_held(server: VllmLike, until: Callable[[], object], *args: Any, **overrides: Any) -> Any:
+    """``run_runner`` in a thread while ``server`` holds its answers (``pause_after``), resumed once ``until()``
+    is true: what it waits for happens while the batch runs, however fast or loaded this machine is."""
+    ran: list[Any] = []
+    runner = threading.Thread(target=lambda: ran.append(run_runner(*args, **overrides)))
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not until() and runner.is_alive():
+        assert time.monotonic() < deadline, "not within 30 s"
+        time.sleep(0.01)
+    server.resume()
+    runner.join(timeout=60)
+    assert ran, "the runner failed (its error is above)"
+    return ran[0]
 
 
 def reports(bucket: storage.Bucket, name: str) -> list[dict[str, Any]]:
@@ -62,25 +79,20 @@ def test_a_second_day_under_the_same_name_is_sent_and_reported_as_a_batch_of_its
 def test_an_input_replaced_while_it_runs_is_two_batches_and_the_first_report_counts_only_what_it_sent(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
-    server = vllm_like(slow_every=1, slow_seconds=0.05)
-    # Larger than the runner's 1 MiB read ranges: the replacement meets the reader before the end.
+    # 100 answers finish a part of 50 (two parts are open at once, so at most two); then answers are held
+    # until the replacement. Meanwhile the reader is at most six parts past those (two open, one taken, two
+    # queued, one in hand): 400 lines, within the first two 1 MiB read ranges of these 4 kB lines. It
+    # meets the replacement at its next range, before the end.
+    server = vllm_like(pause_after=101)
     upload_lines(bucket, "nightly.jsonl", [chat_line(f"old-{i}") | {"padding": "x" * 4000} for i in range(800)])
-    failures: list[BaseException] = []
 
-    def run_first() -> None:
-        try:
-            run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=4)
-        except BaseException as error:
-            failures.append(error)
+    def replaced() -> bool:
+        if not list(bucket.list_blobs(prefix=f"{layout.OUTPUT}nightly.jsonl/")):
+            return False
+        upload_lines(bucket, "nightly.jsonl", [chat_line(f"new-{i}") for i in range(100)])
+        return True
 
-    first = threading.Thread(target=run_first)
-    first.start()
-    deadline = time.monotonic() + 30
-    while not list(bucket.list_blobs(prefix=f"{layout.OUTPUT}nightly.jsonl/")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    upload_lines(bucket, "nightly.jsonl", [chat_line(f"new-{i}") for i in range(100)])
-    first.join(timeout=60)
-    assert not first.is_alive() and not failures, failures
+    run_held(server, replaced, bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=4, part_lines=50)
     run_runner(bucket.name, server.url, kubernetes_api.url)
 
     old, new = reports(bucket, "nightly.jsonl")
@@ -112,14 +124,14 @@ def test_a_renewal_whose_response_was_lost_keeps_the_claim(
         return None
 
     storage_proxy.rules.append(lose_first_renewal)
-    server = vllm_like(slow_every=1, slow_seconds=0.05)
-    upload_lines(bucket, "kept.jsonl", [chat_line(f"k{i}") for i in range(200)])
+    server = vllm_like(pause_after=1)  # nothing is answered until the renewal was lost: the batch outlives it
+    upload_lines(bucket, "kept.jsonl", [chat_line(f"k{i}") for i in range(50)])
 
-    finished, _ = run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8)
+    finished, _ = run_held(server, lambda: lost, bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8, poll_seconds=0.05)
 
     assert lost and [key.rpartition("/")[0] for key in finished] == ["kept.jsonl"]
     assert Counter(answer["custom_id"] for answer in read_jsonl(bucket, f"{layout.OUTPUT}kept.jsonl/")) == Counter(
-        f"k{i}" for i in range(200)
+        f"k{i}" for i in range(50)
     )
 
 
@@ -158,13 +170,18 @@ def test_a_renewal_that_fails_with_any_error_is_tried_again(
         return None
 
     storage_proxy.rules.append(refuse_one_renewal)
-    server = vllm_like(slow_every=1, slow_seconds=0.05)
-    upload_lines(bucket, "renewed.jsonl", [chat_line(f"r{i}") for i in range(300)])
+    server = vllm_like(pause_after=1)  # nothing is answered until two renewals followed the refused one
 
-    run_runner(bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8)
+    def renewed_twice_after_the_refusal() -> bool:
+        return [action for _, action in renewals(storage_proxy)][1:].count(None) >= 2
 
-    after = [action for _, action in renewals(storage_proxy)][1:]
-    assert refused and after.count(None) >= 2  # renewals went on after the refused one
+    upload_lines(bucket, "renewed.jsonl", [chat_line(f"r{i}") for i in range(50)])
+
+    run_held(
+        server, renewed_twice_after_the_refusal, bucket.name, server.url, kubernetes_api.url, concurrency_per_replica=8, poll_seconds=0.05
+    )
+
+    assert refused and renewed_twice_after_the_refusal()  # renewals went on after the refused one
 
 
 def test_a_takeover_raced_by_the_holders_renewal_leaves_the_claim_to_the_holder(
@@ -290,25 +307,29 @@ def test_requests_reach_a_replica_that_became_ready_after_the_batch_started(
 ) -> None:
     """A ClusterIP Service balances connections, not requests: kept-alive connections would stay on the first
     replica, and one Ready later would get nothing."""
-    first, later = start_vllm_like(), start_vllm_like()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # the two start at once
+        first, later = pool.map(lambda _: start_vllm_like(), range(2))
     try:
-        for server in (first, later):
-            server.configure("served-model", {"answer_seconds": 0.02})
+        # The first replica holds its answers from the 100th request until the second is Ready: every line
+        # after those in flight then is sent once both are, however fast this machine is.
+        first.configure("served-model", {"answer_seconds": 0.01, "pause_after": 100})
+        later.configure("served-model", {"answer_seconds": 0.01})
         balancer.endpoints.append(port_of(first))
-        upload_lines(bucket, "spread.jsonl", [chat_line(f"s{i}") for i in range(600)])
+        upload_lines(bucket, "spread.jsonl", [chat_line(f"s{i}") for i in range(300)])
         runner = threading.Thread(
             target=run_runner, args=(bucket.name, balancer.url, kubernetes_api.url), kwargs={"concurrency_per_replica": 4}
         )
         runner.start()
         deadline = time.monotonic() + 30
         while first.stats()["requests"] < 100 and time.monotonic() < deadline:
-            time.sleep(0.02)
+            time.sleep(0.01)
         balancer.endpoints.append(port_of(later))  # the second replica is Ready
         sent_before = first.stats()["requests"]
+        first.resume()
         runner.join(timeout=60)
         assert not runner.is_alive()
         # After it joined, about half the requests reach it (new connections alternate); kept-alive ones gave it none.
-        assert later.stats()["requests"] >= 0.3 * (600 - sent_before)
+        assert later.stats()["requests"] >= 0.3 * (300 - sent_before)
     finally:
         for server in (first, later):
             server.process.kill()
