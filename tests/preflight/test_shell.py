@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -50,21 +51,41 @@ def miniature_in_place(work: Path) -> None:
     (model / "preflight-miniature.json").write_text(json.dumps({"digest": digest, "model": "Qwen/Qwen3.5-27B-FP8"}))
 
 
-def preflight(tmp_path: Path, *args: str, release: str = "0.26.0") -> tuple[subprocess.CompletedProcess[str], Path]:
+def short_drain(tmp_path: Path) -> Path:
+    """The dev stack's render with its preStop sleep and grace period 3 s shorter (2 s and 22 s): the drain
+    plays the preStop in real time, and the grace still falls short of preStop, shutdown timeout and teardown."""
+    rendered = tmp_path / "rendered"
+    shutil.copytree(DEV / "rendered", rendered)
+    deployment = rendered / "kubernetes" / "llm-serving.deployment.vllm.yaml"
+    text = deployment.read_text(encoding="utf-8")
+    for old, new in (
+        ("preStop:\n            sleep:\n              seconds: 5\n", "preStop:\n            sleep:\n              seconds: 2\n"),
+        ("terminationGracePeriodSeconds: 25\n", "terminationGracePeriodSeconds: 22\n"),
+    ):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    deployment.write_text(text, encoding="utf-8")
+    return rendered
+
+
+def preflight(
+    tmp_path: Path, *args: str, release: str = "0.26.0", rendered: Path = DEV / "rendered"
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     site, work = tmp_path / "site", tmp_path / "work"
     stand_in(site, release)
     miniature_in_place(work)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), str(PROJECT)]),
-        "FAKE_VLLM_TIME_SCALE": "0.1",
+        # The stand-in's shutdown timeout, 20 s in the render, is 1 s: it exits 1.5 s after SIGTERM.
+        "FAKE_VLLM_TIME_SCALE": "0.05",
         "HF_HOME": str(tmp_path / "hf"),
     }
     # A port of its own: the stack's 8000 may be held by another run on this machine between the check and the bind.
     with socket.socket() as spare:
         spare.bind(("127.0.0.1", 0))
         port = str(spare.getsockname()[1])
-    argv = [sys.executable, "-m", "preflight", "dev", "--rendered", str(DEV / "rendered"), "--work", str(work), "--engine", "local"]
+    argv = [sys.executable, "-m", "preflight", "dev", "--rendered", str(rendered), "--work", str(work), "--engine", "local"]
     argv += ["--port", port, *args]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     return done, work
@@ -85,7 +106,11 @@ def test_a_release_the_facts_do_not_cover_is_refused_with_exit_2(tmp_path: Path)
 
 @pytest.mark.long
 def test_a_full_run_reports_every_section_and_exits_1_naming_the_drain(tmp_path: Path) -> None:
-    done, work = preflight(tmp_path, "--starts", "cold,all-caches", "--prompts", "5", "--drain-requests", "2", "--observe-after-grace", "1")
+    done, work = preflight(
+        tmp_path,
+        *("--starts", "cold,all-caches", "--prompts", "5", "--drain-requests", "2", "--observe-after-grace", "1"),
+        rendered=short_drain(tmp_path),
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "waiting" in done.stderr or "/health 200" in done.stderr
     result = json.loads((work / "report.json").read_text())
