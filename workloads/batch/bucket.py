@@ -245,9 +245,12 @@ def finish(bucket: storage.Bucket, held: Claim) -> None:
     An input replaced while it ran stays: the new generation is a batch of its own.
     """
     if input_is_current(bucket, held):
-        source = bucket.blob(layout.INPUT + held.input_name, generation=held.input_generation)
-        with contextlib.suppress(PreconditionFailed):  # copied by this batch's run before a restart
-            bucket.copy_blob(source, bucket, layout.FINISHED + held.key, if_generation_match=0)
+        source = bucket.blob(layout.INPUT + held.input_name)
+        # copy_blob copies the generation named here (it reads only the source blob's name): the claimed one.
+        # NotFound: replaced since, and the new upload is a batch of its own; PreconditionFailed: copied by
+        # this batch's run before a restart.
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            bucket.copy_blob(source, bucket, layout.FINISHED + held.key, source_generation=held.input_generation, if_generation_match=0)
         # On the generation: a new upload under the name between the check and here is kept.
         with contextlib.suppress(NotFound, PreconditionFailed):
             bucket.delete_blob(layout.INPUT + held.input_name, if_generation_match=held.input_generation)
