@@ -74,12 +74,12 @@ def test_each_kind_of_bad_line_goes_to_errors_and_the_batch_goes_on(
 def test_a_replica_that_drains_and_comes_back_loses_no_request(
     bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
 ) -> None:
-    server = vllm_like(drain_after=150, drain_seconds=1.0)
+    server = vllm_like(drain_after=150, drain_seconds=0.5)
     ids = [f"d{i}" for i in range(500)]
     upload_lines(bucket, "drain.jsonl", [chat_line(custom_id) for custom_id in ids])
 
     # Attempts that span at least 6 s (equal jitter), not the suite's 2.2 s: the server is a process of its
-    # own, and on a loaded machine its 1 s drain and restart took longer than 2.2 s.
+    # own, and on a loaded machine a 1 s drain and restart took longer than 2.2 s.
     retry = RetryPolicy(attempts=10, first_backoff_seconds=0.05, max_backoff_seconds=3.0, request_timeout_seconds=10)
     run_once(bucket, server, kubernetes_api, retry=retry)
 
@@ -269,7 +269,7 @@ def test_a_runners_peak_memory_stays_flat_from_two_thousand_to_twenty_thousand_l
     server = vllm_like()
     padding = "x" * 4000
 
-    def peak_bytes(count: int) -> int:
+    def upload(count: int) -> None:
         lines: list[dict[str, Any] | str] = []
         for i in range(count):
             # One line in 25 is sent; the others are answered in errors/ without a request, so the
@@ -277,14 +277,28 @@ def test_a_runners_peak_memory_stays_flat_from_two_thousand_to_twenty_thousand_l
             line = chat_line(f"id-{count}-{i}") | {"padding": padding}
             lines.append(line if i % 25 == 0 else line | {"url": "/v1/embeddings"})
         upload_lines(bucket, f"size-{count}.jsonl", lines)
-        del lines
+
+    def runner() -> subprocess.Popen[str]:
         # The runner in a process of its own: its peak resident memory is what a pod's limit meets.
         command = [sys.executable, "-m", "tests.workloads.batch.peak_memory", bucket.name, server.url, kubernetes_api.url, "500"]
-        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stderr
-        return int(run.stdout.split()[-1])
+        return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    small, large = peak_bytes(2_000), peak_bytes(20_000)
+    def peak_bytes(run: subprocess.Popen[str]) -> int:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        return int(out.split()[-1])
+
+    upload(2_000)
+    small_run = runner()
+    # The large input is built and uploaded while the small one runs, once the small run has claimed its
+    # input: it lists the waiting inputs once, before its claim, so it never sees the large one.
+    deadline = time.monotonic() + 30
+    while not list(bucket.list_blobs(prefix="claims/size-2000.jsonl/")) and small_run.poll() is None:
+        assert time.monotonic() < deadline, "the small run claimed nothing within 30 s"
+        time.sleep(0.02)
+    upload(20_000)
+    small = peak_bytes(small_run)
+    large = peak_bytes(runner())
     extra_input = 18_000 * (len(json.dumps(chat_line("id-20000-00000") | {"padding": padding})) + 1)
     # Holding the input (or its answers) would grow the peak by more than the extra input; the
     # custom_id index is the one thing that grows with the lines (about 100 bytes a line).
