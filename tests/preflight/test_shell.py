@@ -77,8 +77,8 @@ def preflight(
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), str(PROJECT)]),
-        # The stand-in's shutdown timeout, 20 s in the render, is 1 s: it exits 1.5 s after SIGTERM.
-        "FAKE_VLLM_TIME_SCALE": "0.05",
+        # The stand-in's shutdown timeout, 20 s in the render, is 0.5 s: it exits 1 s after SIGTERM.
+        "FAKE_VLLM_TIME_SCALE": "0.025",
         "HF_HOME": str(tmp_path / "hf"),
     }
     # A port of its own: the stack's 8000 may be held by another run on this machine between the check and the bind.
