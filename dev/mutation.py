@@ -126,6 +126,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/bench.py": ("tests/preflight/test_bench.py", "tests/preflight/test_bench_rules.py"),
     "preflight/metrics.py": ("tests/preflight/test_metrics.py", "tests/preflight/test_metrics_rules.py"),
     "preflight/engine.py": ("tests/preflight/test_engine_rules.py",),
+    "preflight/run.py": ("tests/preflight/test_run_rules.py", "tests/preflight/test_release.py"),
 }
 
 
@@ -304,6 +305,50 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "preflight.engine.xǁEngineǁkill", 'SIGKILL"], capture_output=True)', "subprocess.run reads check as a truth value, False by default"
     ),
+    Equivalent("preflight.run.xǁProgressǁ__call__", "flush=None", "stderr is line-buffered and each print ends its line"),
+    Equivalent("preflight.run.xǁProgressǁ__call__", "flush=False", "stderr is line-buffered and each print ends its line"),
+    Equivalent("preflight.run.xǁProgressǁ__call__", "file=sys.stderr, )", "stderr is line-buffered and each print ends its line"),
+    Equivalent("preflight.run.x_installed_release", 'version("VLLM")', "importlib.metadata normalizes a distribution's name"),
+    Equivalent("preflight.run.x_probe_machine", "check=None", "subprocess.run reads check as a truth value, False by default"),
+    Equivalent("preflight.run.x_probe_machine", "text=True, timeout=300)", "subprocess.run reads check as a truth value, False by default"),
+    Equivalent("preflight.run.x_model_of", 'split("@", )[0]', "only the part before the first @ is read"),
+    Equivalent("preflight.run.x_model_of", 'split("@", 2)[0]', "only the part before the first @ is read"),
+    Equivalent(
+        "preflight.run.xǁPreflightǁmake_miniature",
+        "env = None\n        done",
+        "a child given no env inherits this process's, which dict(os.environ) copies",
+    ),
+    Equivalent("preflight.run.xǁPreflightǁmake_miniature", "check=None", "subprocess.run reads check as a truth value, False by default"),
+    Equivalent(
+        "preflight.run.xǁPreflightǁmake_miniature",
+        "env=env, timeout=1200)",
+        "subprocess.run reads check as a truth value, False by default",
+    ),
+    Equivalent("preflight.run.xǁPreflightǁread", 'encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.run.xǁPreflightǁstart", "http(None, self.url", "urllib sends a request without a body as GET"),
+    Equivalent("preflight.run.xǁPreflightǁstart", 'write_text(text, encoding="UTF-8")', "Python's codec names ignore case"),
+    Equivalent("preflight.run.xǁPreflightǁstart", 'read_text(encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent(
+        "preflight.run.xǁPreflightǁstart", 'encoding="utf-8", errors=None', "the engine writes its log as UTF-8: no byte to replace"
+    ),
+    Equivalent(
+        "preflight.run.xǁPreflightǁstart", 'encoding="utf-8", ).splitlines', "the engine writes its log as UTF-8: no byte to replace"
+    ),
+    Equivalent("preflight.run.xǁPreflightǁstart", 'errors="XXreplaceXX"', "the engine writes its log as UTF-8: no byte to replace"),
+    Equivalent("preflight.run.xǁPreflightǁstart", 'errors="REPLACE"', "the engine writes its log as UTF-8: no byte to replace"),
+    Equivalent(
+        "preflight.run.x_execute", "mkdir(parents=None", "Preflight.execute made the folder, parents and all, before anything could refuse"
+    ),
+    Equivalent(
+        "preflight.run.x_execute", "mkdir(parents=False", "Preflight.execute made the folder, parents and all, before anything could refuse"
+    ),
+    Equivalent(
+        "preflight.run.x_execute",
+        "mkdir(exist_ok=True)",
+        "Preflight.execute made the folder, parents and all, before anything could refuse",
+    ),
+    Equivalent("preflight.run.x_execute", 'default=str), encoding="UTF-8"', "Python's codec names ignore case"),
+    Equivalent("preflight.run.x_execute", 'report.text(result), encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent("preflight.probes.x_http", '{"content-type": "application/json"}', "urllib capitalizes header names"),
     Equivalent("preflight.probes.x_http", '{"CONTENT-TYPE": "application/json"}', "urllib capitalizes header names"),
     Equivalent("preflight.probes.x_completion", '{"content-type": "application/json"}', "urllib capitalizes header names"),
