@@ -140,11 +140,15 @@ def _write_claim(bucket: storage.Bucket, name: str, lease: Lease, if_generation_
 
 
 def live_claims(bucket: storage.Bucket, now: float) -> dict[str, Lease]:
-    """Every claim whose lease has not run out, by claim object name."""
+    """Every claim whose lease has not run out, by claim object name, each as it is now: one renewed since
+    the listing is read at its new generation, never skipped, as its holder is alive and keeps its share."""
     found = {}
-    for blob in bucket.list_blobs(prefix=layout.CLAIMS):
-        if (held := _read_claim(bucket, blob.name)) is not None and held[0].until > now:
-            found[blob.name] = held[0]
+    for listed in bucket.list_blobs(prefix=layout.CLAIMS):
+        with contextlib.suppress(NotFound):  # released since the listing: its input finished
+            # A blob of its own: a listed one names its listed generation, gone once the claim is renewed.
+            lease = Lease(**json.loads(bucket.blob(listed.name).download_as_bytes()))
+            if lease.until > now:
+                found[listed.name] = lease
     return found
 
 

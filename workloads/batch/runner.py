@@ -119,17 +119,30 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         others = [lease for name, lease in objects.live_claims(bucket, now).items() if name != layout.CLAIMS + held.key]
         return in_flight_share(ready, settings.concurrency_per_replica, others)
 
-    def renew() -> None:
+    def renew(taking: int = 0) -> None:
         nonlocal held
         lease = replace(
             held.lease,
             until=time.time() + settings.lease_seconds,
             replica_seconds=meter.replica_seconds,
             wake_replica_seconds=wake.replica_seconds,
-            # What others must leave free: this share, or more while requests above a smaller share finish.
-            in_flight_share=max(progress.budget.value, progress.in_flight.value),
+            # What others must leave free: this share (or the larger one being taken), or more while
+            # requests above a smaller share finish.
+            in_flight_share=max(taking, progress.budget.value, progress.in_flight.value),
         )
         held = objects.renew(bucket, held, lease)
+
+    def take_share(ready: int) -> None:
+        """Renews the claim with this runner's share. A smaller share is used, then written; a larger one is
+        written, then used only as far as the claims read after that write leave free: of two runners
+        raising at once, the later to write reads the other's raise (docs/batch-runner.md)."""
+        wanted = share(ready)
+        if wanted > max(progress.budget.value, progress.in_flight.value):
+            renew(wanted)
+            progress.budget.value = min(wanted, share(ready))
+        else:
+            progress.budget.value = wanted
+            renew()
 
     def keep_claim() -> None:
         nonlocal cold_start
@@ -146,11 +159,10 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
                 current = deployment.count()
                 meter.sample(time.time(), current)
                 progress.ready_replicas.value = current.ready
-                progress.budget.value = share(current.ready)
                 # Measured once every woken replica is Ready: the API server keeps events only an hour.
                 if woke and cold_start is None and current.ready == current.replicas > 0:
                     cold_start = last_cold_start(deployment, settings.expected_cold_start)
-                renew()
+                take_share(current.ready)
                 last_renewed = time.time()
             except objects.ClaimLostError as error:
                 lost.append(error)
@@ -163,8 +175,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
                     stop.set()
 
     try:
-        progress.budget.value = share(count.ready)
-        renew()  # the share, before any request: the others keep the budget with it
+        take_share(count.ready)  # before any request: none is sent on a share its claim does not hold
     except objects.ClaimLostError:
         raise
     except Exception as error:  # the keeper tries again at its next poll
