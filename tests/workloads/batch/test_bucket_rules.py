@@ -236,6 +236,21 @@ def test_live_claims_are_those_whose_lease_has_not_run_out(bucket: storage.Bucke
     assert objects.live_claims(bucket, claims["c"].lease.until) == {layout.CLAIMS + claims["a"].key: claims["a"].lease}
 
 
+def test_live_claims_read_each_claim_as_it_is_after_the_listing(bucket: storage.Bucket, storage_proxy: StorageProxy) -> None:
+    renewed, released = (objects.claim(bucket, upload(bucket, f"input/{name}.jsonl"), name, 60.0, 10) for name in ("renewed", "released"))
+    assert renewed is not None and released is not None
+    lease = replace(renewed.lease, until=time.time() + 90, in_flight_share=6)
+
+    def others_act() -> None:
+        # Once the listing was answered: one holder renews its claim, the other finishes and releases its own.
+        objects.renew(bucket, renewed, lease)
+        bucket.delete_blob(layout.CLAIMS + released.key)
+
+    storage_proxy.between.append((lambda call: call.method == "GET" and call.query.get("prefix") == layout.CLAIMS, in_turn([others_act])))
+    reader = storage.Client().bucket(bucket.name)
+    assert objects.live_claims(reader, time.time()) == {layout.CLAIMS + renewed.key: lease}
+
+
 def test_a_renewal_writes_the_lease_over_the_held_generation(bucket: storage.Bucket) -> None:
     held = objects.claim(bucket, upload(bucket, "input/a.jsonl"), "runner-1", 60.0, 10)
     assert held is not None
