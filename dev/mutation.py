@@ -104,6 +104,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workloads/batch/metrics.py": ("tests/workloads/batch/test_metrics_rules.py",),
     "workloads/batch/__main__.py": ("tests/workloads/batch/test_main_rules.py",),
     "workloads/batch/bucket.py": ("tests/workloads/batch/test_bucket_rules.py",),
+    # Short batches against the emulator, the vLLM-like server and a stand-in Deployment; never the long timelines.
+    "workloads/batch/runner.py": ("tests/workloads/batch/test_runner_rules.py", "tests/workloads/batch/test_budget_race.py"),
     "workloads/cold_start/phases.py": ("tests/workloads/cold_start/test_phases.py",),
     "workloads/benchmark_summary.py": ("tests/components/test_benchmark.py",),
     "workloads/cache_release.py": ("tests/workloads/test_cache_release.py",),
@@ -417,6 +419,55 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "a reading equal to the deadline to the nanosecond adds one 0.1 s nap",
     ),
     Equivalent("workloads.batch.bucket.x_claim", "if previous.until >= now:", "a lease ending at the instant read runs out either way"),
+    Equivalent(
+        "workloads.batch.runner.x_count_waiting",
+        "list_blobs(prefix=None)",
+        "no object but a claim is named as a batch key, <input>/<generation>: the others lie under the layout's prefixes",
+    ),
+    Equivalent(
+        "workloads.batch.runner.x_last_cold_start", "pod=None)", "measure's default pod is the last started of vllm, the Deployment's name"
+    ),
+    Equivalent(
+        "workloads.batch.runner.x_last_cold_start",
+        "deployment.log(pod), )",
+        "measure's default pod is the last started of vllm, the Deployment's name",
+    ),
+    Equivalent(
+        "workloads.batch.runner.x_run_input", "ReplicaCount(0, None)", "the wake's meter reads a count's replicas, never its Ready ones"
+    ),
+    Equivalent(
+        "workloads.batch.runner.x_run_input", "ReplicaCount(0, 1)", "the wake's meter reads a count's replicas, never its Ready ones"
+    ),
+    Equivalent("workloads.batch.runner.x_run_input", "if (drain_deadline) and False else", "only the first deadline appended is read"),
+    Equivalent("workloads.batch.runner.x_run_input", "time.monotonic() >= drain_deadline[0]", "a clock reading equal to the deadline"),
+    Equivalent("workloads.batch.runner.x_run_input", "time.time() - last_renewed >= settings", "a clock reading equal to the limit"),
+    Equivalent("workloads.batch.runner.x_run_input", "name=None, daemon=True", "a thread's name shows only in a listing of threads"),
+    Equivalent(
+        "workloads.batch.runner.x_run_input", "Thread(target=keep_claim, daemon=True)", "a thread's name shows only in a listing of threads"
+    ),
+    Equivalent("workloads.batch.runner.x_run_input", '"XXclaimXX"', "a thread's name shows only in a listing of threads"),
+    Equivalent("workloads.batch.runner.x_run_input", '"CLAIM"', "a thread's name shows only in a listing of threads"),
+    Equivalent(
+        "workloads.batch.runner.x_run_input", 'name="claim", daemon=None', "the keeper is joined before run_input returns or raises"
+    ),
+    Equivalent("workloads.batch.runner.x_run_input", 'name="claim", )', "the keeper is joined before run_input returns or raises"),
+    Equivalent("workloads.batch.runner.x_run_input", "daemon=False", "the keeper is joined before run_input returns or raises"),
+    Equivalent("workloads.batch.runner.x__read", "feed.put(None, timeout=None)", "the end mark waits for the reader's next take, or none"),
+    Equivalent("workloads.batch.runner.x__read", "feed.put(None, )", "the end mark waits for the reader's next take, or none"),
+    Equivalent("workloads.batch.runner.x__read", "feed.put(None, timeout=1.2)", "the end mark waits for the reader's next take, or none"),
+    Equivalent("workloads.batch.runner.x__read", "timeout=0.2)\n                return", "the loop is the function's last statement"),
+    Equivalent("workloads.batch.runner.x_run_shard", "reading), daemon=None)", "the reader is joined before run_shard returns"),
+    Equivalent("workloads.batch.runner.x_run_shard", "reading), )", "the reader is joined before run_shard returns"),
+    Equivalent("workloads.batch.runner.x_run_shard", "reading), daemon=False)", "the reader is joined before run_shard returns"),
+    Equivalent("workloads.batch.runner.x_wait_for_ready", "time.monotonic() >= deadline", "a clock reading equal to the deadline"),
+    Equivalent("workloads.batch.runner.x_wait_for_ready", "time.monotonic() <= pause", "a clock reading equal to the deadline"),
+    Equivalent("workloads.batch.runner.x_run_workers", "target=work, name=None)", "a thread's name shows only in a listing of threads"),
+    Equivalent("workloads.batch.runner.x_run_workers", '"XXworkerXX"', "a thread's name shows only in a listing of threads"),
+    Equivalent("workloads.batch.runner.x_run_workers", "shard), daemon=None)", "every worker process is joined before run_workers returns"),
+    Equivalent("workloads.batch.runner.x_run_workers", "shard), )", "every worker process is joined before run_workers returns"),
+    Equivalent(
+        "workloads.batch.runner.x_run_workers", "shard), daemon=False)", "every worker process is joined before run_workers returns"
+    ),
     Equivalent("workloads.benchmark_summary.x__load", 'encoding="UTF-8"', "Python's codec names ignore case"),
     Equivalent("workloads.benchmark_summary.x__stats_ms", "dict.fromkeys(names, )", "fromkeys' default value is None"),
     Equivalent("workloads.cold_start.phases.x_last_started_pod", 'get("name", None)', "no default name is a pod of the Deployment"),
@@ -534,7 +585,7 @@ def _mutant_sources(folder: Path, module: str) -> dict[str, str]:
     return {
         f"{prefix}.{node.name}": "".join(lines[node.lineno - 1 : node.end_lineno])
         for node in ast.walk(ast.parse(text))
-        if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name
     }
 
 
