@@ -8,9 +8,10 @@ when its worker first lists its parts: after the share was taken, before any req
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import google.cloud.storage as storage
 
@@ -149,6 +150,70 @@ def test_a_share_whose_write_failed_is_not_used(
     run_a(bucket, server, kubernetes_api, progress, poll_seconds=0.2)
     assert refused
     assert seen.used[0] <= seen.claimed[0]
+    assert sorted(line["custom_id"] for line in read_jsonl(bucket, "output/a.jsonl/")) == sorted(f"a-{i}" for i in range(12))
+
+
+def renewals_of_a(call: StorageCall) -> bool:
+    return call.writes(layout.CLAIMS + "a.jsonl/") and call.conditional
+
+
+def written_share(call: StorageCall) -> int:
+    found = re.search(rb'"in_flight_share": (\d+)', call.body)
+    assert found is not None
+    return int(found[1])
+
+
+def other_claim(bucket: storage.Bucket, share: int) -> storage.Blob:
+    """A live claim of another runner holding ``share``, with no input of its own."""
+    blob = bucket.blob(layout.CLAIMS + "other.jsonl/1")
+    blob.upload_from_string(json.dumps(asdict(objects.Lease("other", time.time() + 60, 0.0, 10, in_flight_share=share))))
+    return blob
+
+
+def test_a_runner_left_no_share_holds_0_and_reads_the_claims_once_a_renewal_until_its_share_grows(
+    bucket: storage.Bucket, storage_proxy: StorageProxy, kubernetes_api: KubernetesApi, vllm_like: Callable[..., VllmLike]
+) -> None:
+    server = vllm_like()
+    upload_lines(bucket, "a.jsonl", [chat_line(f"a-{i}") for i in range(3)])
+    other = other_claim(bucket, 2 * PER_REPLICA)  # the whole budget
+    steps: list[str] = []
+
+    def record(call: StorageCall) -> None:
+        if lists_claims(call):
+            steps.append("list")
+        elif renewals_of_a(call):
+            steps.append(f"write {written_share(call)}")
+            if len(steps) == 2:
+                other.delete()  # the other batch finishes: the budget is free at the next renewal
+
+    storage_proxy.between.append((lambda call: lists_claims(call) or renewals_of_a(call), record))
+    run_a(bucket, server, kubernetes_api, Progress(), poll_seconds=0.2)
+    # Nothing left free: share 0, written after one reading; the next renewal takes 8, written, then read again.
+    assert steps[:5] == ["list", "write 0", "list", "write 8", "list"]
+    assert sorted(line["custom_id"] for line in read_jsonl(bucket, "output/a.jsonl/")) == [f"a-{i}" for i in range(3)]
+
+
+def test_a_runner_whose_share_shrank_keeps_counting_the_requests_above_it(
+    bucket: storage.Bucket, storage_proxy: StorageProxy, kubernetes_api: KubernetesApi, vllm_like: Callable[..., VllmLike]
+) -> None:
+    server = vllm_like(pause_after=1)  # every answer held until resumed: A's 8 stay in flight
+    upload_lines(bucket, "a.jsonl", [chat_line(f"a-{i}") for i in range(12)])
+    written: list[int] = []
+
+    def renewed(call: StorageCall) -> None:
+        if written:
+            return
+        if not bucket.get_blob(layout.CLAIMS + "other.jsonl/1"):
+            if server.stats()["requests"] == 2 * PER_REPLICA:
+                other_claim(bucket, 0)  # a new claim: A's even share is now 4
+            return
+        written.append(written_share(call))
+        server.resume()
+
+    storage_proxy.between.append((renewals_of_a, renewed))
+    run_a(bucket, server, kubernetes_api, Progress(), poll_seconds=0.2)
+    # Lowered to 4 with 8 in flight: the claim holds 8 until they finish.
+    assert written == [2 * PER_REPLICA]
     assert sorted(line["custom_id"] for line in read_jsonl(bucket, "output/a.jsonl/")) == sorted(f"a-{i}" for i in range(12))
 
 
