@@ -17,6 +17,14 @@ def test_the_readme_test_command_runs_the_suite_on_two_workers_of_a_pinned_xdist
     assert any(requirement.startswith("pytest-xdist==") for requirement in dev)
 
 
+def test_the_timeline_command_runs_what_the_test_command_leaves_out() -> None:
+    # The README's two commands together run every test but the lint and own-stacks ones, which .ci/run runs itself.
+    command = readme_command("timeline-command")
+    assert command[:3] == ["uv", "run", "pytest"] and command[command.index("-m") + 1] == "timeline"
+    addopts = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "and not timeline'" in addopts
+
+
 def test_the_suite_keeps_the_loaded_sdks_out_of_the_collectors_scans() -> None:
     # Each worker froze what collection imported and raised the threshold: about 15 s of the suite's CPU (docs/testing.md).
     assert gc.get_freeze_count() > 0

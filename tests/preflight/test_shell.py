@@ -20,6 +20,9 @@ from preflight.cli import parser
 from preflight.miniature import config_digest, find_source, miniature_config
 from tests.preflight.runs import DEV
 
+# Real processes over seconds: run after the README's test command (pyproject.toml, .ci/run).
+pytestmark = pytest.mark.timeline
+
 PROJECT = Path(__file__).resolve().parent.parent.parent
 SHIM = 'from tests.preflight.fake_vllm import main\n\nif __name__ == "__main__":\n    main()\n'
 FAKE_TORCH = (

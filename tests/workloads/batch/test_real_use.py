@@ -31,6 +31,9 @@ from tests.workloads.batch.conftest import (
 from workloads.batch import bucket as objects
 from workloads.batch import layout
 
+# Real processes over seconds: run after the README's test command (pyproject.toml, .ci/run).
+pytestmark = pytest.mark.timeline
+
 
 def run_held(server: VllmLike, until: Callable[[], object], *args: Any, **overrides: Any) -> Any:
     """``run_runner`` in a thread while ``server`` holds its answers (``pause_after``), resumed once ``until()``

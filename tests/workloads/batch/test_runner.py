@@ -21,6 +21,9 @@ from tests.workloads.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_l
 from tests.workloads.cold_start import samples
 from workloads.batch.serving import RetryPolicy
 
+# Real processes over seconds: run after the README's test command (pyproject.toml, .ci/run).
+pytestmark = pytest.mark.timeline
+
 
 def run_once(bucket: storage.Bucket, server: VllmLike, api: KubernetesApi, **overrides: Any) -> Any:
     return run_runner(bucket.name, server.url, api.url, **overrides)

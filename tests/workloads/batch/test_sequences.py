@@ -42,6 +42,9 @@ from tests.workloads.batch.conftest import (
 )
 from workloads.batch import layout
 
+# Real processes over seconds: run after the README's test command (pyproject.toml, .ci/run).
+pytestmark = pytest.mark.timeline
+
 READY, CONCURRENCY = 2, 4  # the Kubernetes API's Ready replicas, and requests per Ready replica
 BUDGET = READY * CONCURRENCY
 
