@@ -10,6 +10,7 @@ other module), after a check that the installed SDKs are the versions this modul
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import importlib.metadata
 import json
@@ -222,6 +223,11 @@ def run_program(
     """
     with _handed_config(config, secret_keys):
         monitor = _RecordingMonitor(engine, resources, invokes, state or {})
+        # set_mocks reads the thread's event loop, which an earlier asyncio.run() in the caller's thread leaves unset.
+        try:
+            asyncio.get_event_loop()
+        except RuntimeError:
+            asyncio.set_event_loop(asyncio.new_event_loop())
         pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)
         _sync_await(run_pulumi_func(program))
         root = pulumi.runtime.get_root_resource()

@@ -8,16 +8,19 @@ with a leading underscore reached from a Pulumi package (``pulumi``, ``pulumi_po
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib.metadata
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pulumi
 import pulumi.runtime
 import pytest
 
 from render import sdk
 from render.engine import PROJECT_ROOT
+from tests.components.alone import registered
 
 ADAPTER = PROJECT_ROOT / "render" / "sdk.py"
 SKIPPED_FOLDERS = {".venv", "build", "node_modules", "__pycache__"}
@@ -149,3 +152,10 @@ def test_another_sdk_version_fails_naming_both_versions_and_what_to_do() -> None
     message = str(error.value)
     assert f"pulumi=={sdk.PINNED['pulumi']}" in message and "pulumi==3.273.0" in message
     assert "render/sdk.py" in message and "uv sync --locked" in message
+
+
+def test_a_program_runs_on_a_thread_that_asyncio_run_left_without_an_event_loop() -> None:
+    # asyncio.run() unsets the thread's loop when it ends, as the batch runner's tests do before a worker's next render.
+    asyncio.run(asyncio.sleep(0))
+    render = registered(lambda: pulumi.ComponentResource("test:index:Probe", "probe"))
+    assert [r.name for r in render.resources] == ["probe"]
