@@ -105,7 +105,8 @@ def test_the_probe_sends_n_completions_at_once_and_succeeds_when_each_is_answere
 
 
 def test_one_engine_still_compiling_fails_the_probe(engine: Engine) -> None:
-    engine.replies = [FINISHED, FINISHED, UNFINISHED, FINISHED]
+    # Held until all four are in: once one answer fails, the probe need not send the ones not yet sent.
+    engine.replies, engine.together = [FINISHED, FINISHED, UNFINISHED, FINISHED], 4
     assert main(engine.url, "served", 4) == 1
     assert len(engine.seen) == 4
 
