@@ -549,21 +549,27 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
     pyproject = folder / "pyproject.toml"
     if "mutmut" in tomllib.loads(pyproject.read_text()).get("tool", {}):
         raise SystemExit("pyproject.toml already has [tool.mutmut]; dev/mutation.py writes its own per module")
-    section = "\n".join(
+    pyproject.write_text(pyproject.read_text() + mutmut_section(module, others, tests))
+    return folder
+
+
+def mutmut_section(module: str, others: list[str], tests: tuple[str, ...]) -> str:
+    """The ``[tool.mutmut]`` table: mutate ``module`` only, copy ``others`` along, run ``tests``."""
+    return "\n".join(
         [
             "",
             "[tool.mutmut]",
-            f"source_paths = {_toml_list([package])}",
+            f"source_paths = {_toml_list([module.split('/', 1)[0]])}",
             f"only_mutate = {_toml_list([module])}",
             f"also_copy = {_toml_list(others)}",
             f"pytest_add_cli_args_test_selection = {_toml_list(list(tests))}",
+            # Every listed test runs, the timeline ones too, which the addopts' marker filter leaves out.
+            'pytest_add_cli_args = ["-m", ""]',
             # Pulumi's mock engine runs gRPC threads: forking the process that ran them deadlocks.
             'process_isolation = "forkserver"',
             "",
         ]
     )
-    pyproject.write_text(pyproject.read_text() + section)
-    return folder
 
 
 def run(folder: Path) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tomllib
+
 import pytest
 
 from dev import mutation
+from render.engine import PROJECT_ROOT
 
 INTERPOLATE = "plan.estimates.x__interpolate__mutmut_"
 
@@ -36,3 +42,13 @@ def test_an_equivalent_text_two_mutants_hold_stops_the_run() -> None:
 
 def test_a_module_without_equivalents_leaves_nothing_out() -> None:
     assert mutation.equivalents("render/promql.py", {"render.promql.x_query__mutmut_1": "raise ValueError(None)"}) == set()
+
+
+def test_a_mutants_run_runs_the_listed_timeline_tests_that_the_test_command_leaves_out() -> None:
+    listed = ("tests/preflight/test_drain_run.py",)
+    section = tomllib.loads(mutation.mutmut_section("preflight/drain.py", [], listed))["tool"]["mutmut"]
+    assert section["pytest_add_cli_args_test_selection"] == list(listed)
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", *section["pytest_add_cli_args"], *listed]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^\d+ tests? collected", done.stdout, re.MULTILINE) and "deselected" not in done.stdout, done.stdout

@@ -17,6 +17,9 @@ import pytest
 from preflight import drain
 from preflight.engine import Engine
 
+# Real processes over seconds: run after the README's test command (pyproject.toml, .ci/run).
+pytestmark = pytest.mark.timeline
+
 FAKE = Path(__file__).with_name("fake_vllm.py")
 ROOT = FAKE.parents[2]
 
