@@ -6,11 +6,12 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
+from tests.http_stand_in import serving
 from workloads.warm_up import answered, main
 
 FINISHED = {"choices": [{"index": 0, "text": "!", "finish_reason": "length"}]}
@@ -52,13 +53,9 @@ def engine() -> Iterator[Engine]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        state.url = f"{url}/v1/completions"
+        yield state
 
 
 def test_a_completion_is_a_one_token_json_post_for_the_served_model_without_a_key(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

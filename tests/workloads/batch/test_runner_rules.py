@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import aiohttp
@@ -26,6 +26,7 @@ import google.cloud.storage as storage
 import pytest
 from google.api_core.exceptions import NotFound
 
+from tests.http_stand_in import serving
 from tests.workloads.batch.conftest import StorageCall, StorageProxy, VllmLike, chat_line, only_report, read_jsonl, upload_lines
 from tests.workloads.cold_start import samples
 from workloads.batch import bucket as objects
@@ -411,12 +412,9 @@ def engine() -> Iterator[Engine]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as url:
+        state.url = f"{url}/v1"
+        yield state
 
 
 def test_the_runner_sends_the_api_key_the_served_model_and_a_new_connection_each_time(bucket: storage.Bucket, engine: Engine) -> None:
