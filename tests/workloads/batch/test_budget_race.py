@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import google.cloud.storage as storage
+import pytest
 
 from tests.workloads.batch.conftest import (
     DEPLOYMENT,
@@ -31,6 +32,9 @@ from workloads.batch import layout, runner
 from workloads.batch.metrics import Progress
 from workloads.batch.replicas import DeploymentApi
 from workloads.batch.serving import RetryPolicy
+
+# The runner over seconds of real time (leases, drains, answers held): run after the README's test command.
+pytestmark = pytest.mark.timeline
 
 PER_REPLICA = 4  # with the API's 2 Ready replicas: a global budget of 8
 

@@ -38,6 +38,9 @@ from workloads.batch.runner import RunnerSettings
 from workloads.batch.serving import Limiter, Outcome, RetryPolicy
 from workloads.cold_start import phases
 
+# The runner over seconds of real time (leases, drains, answers held): run after the README's test command.
+pytestmark = pytest.mark.timeline
+
 FAST = RetryPolicy(attempts=3, first_backoff_seconds=0.01, max_backoff_seconds=0.05, request_timeout_seconds=10)
 
 
