@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,6 +25,7 @@ import pytest
 import preflight.engine as engine_module
 from preflight.engine import Engine
 from preflight.logscan import stamp
+from tests.http_stand_in import serving
 
 STAMPED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (.*)$")
 # Says it is ready (its SIGTERM handler set), then waits; on SIGTERM it says which signal came and exits 0.
@@ -119,16 +120,13 @@ class Health(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def health() -> Iterator[Callable[[int], str]]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True).start()
+    with serving(Health) as url:
 
-    def serve(busy: int) -> str:
-        Health.busy, Health.seen = busy, 0
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
+        def serve(busy: int) -> str:
+            Health.busy, Health.seen = busy, 0
+            return url
 
-    yield serve
-    httpd.shutdown()
-    httpd.server_close()
+        yield serve
 
 
 # -- output and exit --------------------------------------------------------------------------------

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 import urllib.error
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import pytest
 
 from preflight.probes import _ending_of_error, completion, http, port_open
+from tests.http_stand_in import serving
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
 
@@ -122,12 +122,8 @@ class Recording(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[str]:
     Recording.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Recording) as url:
+        yield url
 
 
 def _closed_port() -> int:

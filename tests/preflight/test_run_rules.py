@@ -12,11 +12,10 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar, cast
@@ -31,6 +30,7 @@ from preflight.engine import Engine
 from preflight.miniature import find_source, miniature_config
 from preflight.rendered import read_engine
 from preflight.run import COMPARISONS, PROBE, Options, Preflight, Progress, choose_engine, covered, free_port, model_of, probe_machine
+from tests.http_stand_in import serving
 from tests.preflight.runs import DEV
 
 RENDERED = DEV / "rendered"
@@ -203,11 +203,8 @@ class Api(BaseHTTPRequestHandler):
 @pytest.fixture
 def api() -> Iterator[str]:
     Api.bodies, Api.failing, Api.up_file = [], set(), None
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Api)
-    threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Api) as url:
+        yield url
 
 
 def options(tmp_path: Path, **given: Any) -> Options:

