@@ -18,8 +18,8 @@ from components.observability import Observability
 from components.proxy_subnet import ProxySubnet
 from components.registry import ImageRegistry
 from components.replicas import Replicas
-from config.loading import load
 from plan.stack import plan_stack
+from stacks.loading import load
 
 stack = load()
 for warning in stack.warnings:

@@ -165,7 +165,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
         **_probes(profile, spec.served_name),
     }
     # Endpoints and the endpoint picker drop a terminating pod while it sleeps; only then does SIGTERM start
-    # vLLM's drain, which closes the port at once (config/drain.py).
+    # vLLM's drain, which closes the port at once (stacks/drain.py).
     container["lifecycle"] = {"preStop": {"sleep": {"seconds": spec.drain.pre_stop_seconds}}}
     pod: dict[str, Any] = {
         "nodeSelector": spec.scheduling.node_selector,

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from config.loading import API_KEY_KEY, HF_TOKEN_KEY
-from config.settings import StackSettings
+from stacks.loading import API_KEY_KEY, HF_TOKEN_KEY
+from stacks.settings import StackSettings
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"

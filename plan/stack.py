@@ -14,14 +14,6 @@ import re
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from config.cache import CacheSettings
-from config.capacity import CapacityMode, CapacitySettings
-from config.cluster import MaintenanceSettings
-from config.drain import DrainSettings
-from config.model import ModelSettings
-from config.serving import ServingProfile
-from config.settings import StackSettings
-from config.workload import WorkloadSettings
 from facts import gke, images
 from facts.batch_sizing import runner_workers
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
@@ -37,6 +29,14 @@ from facts.naming import (
 )
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
 from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
+from stacks.cache import CacheSettings
+from stacks.capacity import CapacityMode, CapacitySettings
+from stacks.cluster import MaintenanceSettings
+from stacks.drain import DrainSettings
+from stacks.model import ModelSettings
+from stacks.serving import ServingProfile
+from stacks.settings import StackSettings
+from stacks.workload import WorkloadSettings
 
 # The ComputeClass of fallback mode.
 FALLBACK_CLASS = "a4-fallback"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from components.benchmark import client_command
-from config.loading import SECRET_KEYS
-from config.settings import StackSettings
 from plan.stack import benchmark_spec
 from preflight.rendered import PREPARED_FILE
 from render.engine import stack_config
+from stacks.loading import SECRET_KEYS
+from stacks.settings import StackSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Replaced by the preflight with its own engine's address.

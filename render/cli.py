@@ -18,7 +18,6 @@ from render.progress import Progress
 
 # Importing the checks (Kubernetes schemas, CEL, Helm, the Dashboards API types) takes over a second.
 with Progress.on_terminal().step("loading the render's checks"):
-    from config.problems import StackConfigError
     from render.changes import changes, read_records, summary, write_records
     from render.chart import ChartError
     from render.cluster_model import ClusterModelError, check_cluster
@@ -29,6 +28,7 @@ with Progress.on_terminal().step("loading the render's checks"):
     from render.provider_rules import ProviderConstraintError, check_provider
     from render.refresh import RefreshError, check_refresh, refresh_text
     from render.validation import ManifestError, kubernetes_version, validate_render
+    from stacks.problems import StackConfigError
 
 BUILD = PROJECT_ROOT / "build"
 

@@ -22,10 +22,10 @@ from typing import Any
 import pulumi
 import yaml
 
-from config.problems import StackConfigError
 from render.sdk import Registration as Registration
 from render.sdk import Secret as Secret
 from render.sdk import run_program
+from stacks.problems import StackConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -225,7 +225,7 @@ def _run_program(root: Path) -> None:
 
 @contextmanager
 def _in_project(root: Path) -> Iterator[None]:
-    # __main__.py imports components/, config/ and plan/ as the Pulumi CLI would run it.
+    # __main__.py imports components/, stacks/ and plan/ as the Pulumi CLI would run it.
     previous = Path.cwd()
     os.chdir(root)
     try:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from config.loading import SECRET_KEYS
-from config.settings import StackSettings
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 from render.sdk import capture_stack_traces
+from stacks.loading import SECRET_KEYS
+from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
 

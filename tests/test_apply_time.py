@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from components.gateway import POOL
-from config.problems import StackConfigError
 from render.engine import Render
+from stacks.problems import StackConfigError
 from tests.conftest import render_with, rendered
 
 JOB = "kubernetes:batch/v1:Job"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from config.capacity import CAPACITY_MODES
 from render.cli import check_render
 from render.engine import PROJECT_ROOT
+from stacks.capacity import CAPACITY_MODES
 from tests.conftest import STACKS, render_with
 
 RESERVATION = {"name": "a4-llm-serving"}

@@ -205,7 +205,7 @@ def test_the_docs_promise_no_escape_from_docker_hubs_rate_limits() -> None:
     from render.engine import PROJECT_ROOT
 
     docs = [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").glob("*.md")]
-    for path in [*docs, PROJECT_ROOT / "components" / "registry.py", *(PROJECT_ROOT / "config").glob("*.py")]:
+    for path in [*docs, PROJECT_ROOT / "components" / "registry.py", *(PROJECT_ROOT / "stacks").glob("*.py")]:
         text = path.read_text().lower()
         assert "no docker hub rate limit" not in text and "no rate limits" not in text, path
 

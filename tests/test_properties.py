@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.problems import StackConfigError
-from config.serving import MANAGED_FLAGS
-from config.settings import known_keys
 from facts.gcp import PROJECT_RESTRICTED, bucket_name_problem
 from facts.gke import B200_MIN_MINOR
 from facts.naming import PROGRAM_LABELS
 from render.engine import Render, render_stack
 from render.validation import validate_render
+from stacks.problems import StackConfigError
+from stacks.serving import MANAGED_FLAGS
+from stacks.settings import known_keys
 
 # Derandomized in CI so a red build reproduces; random locally to keep finding new cases.
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

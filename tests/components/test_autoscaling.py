@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from config.problems import StackConfigError
-from config.settings import StackSettings
 from facts.metrics import series_problem
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
 from plan.estimates import cost_per_hour
@@ -16,6 +14,8 @@ from plan.stack import plan_stack
 from render.chart import chart_objects
 from render.engine import Render
 from render.validation import validate_render
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"

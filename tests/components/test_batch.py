@@ -17,12 +17,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from config.problems import StackConfigError
 from facts.batch_sizing import REQUESTS_PER_SECOND_PER_WORKER, runner_workers
 from render.engine import Render, render_stack, reveal
 from render.lifecycle import destroy
 from render.promql import check_monitoring
 from render.simulations.scaling import HPA_SYNC_SECONDS, reference_serving, scaling_timeline, simulate
+from stacks.problems import StackConfigError
 from tests.conftest import render_with
 from workloads.batch import layout
 from workloads.batch.lines import Request

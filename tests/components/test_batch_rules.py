@@ -27,9 +27,9 @@ from components.batch import (
     worker_resources,
 )
 from components.credentials import SecretRef
-from config.settings import StackSettings
 from plan.stack import BatchSpec, plan_stack
 from render.engine import Render
+from stacks.settings import StackSettings
 from tests.components.alone import registered
 from tests.http_stand_in import serving
 

@@ -22,11 +22,11 @@ from components.benchmark import (
     summarizer,
 )
 from components.credentials import SecretRef
-from config.problems import StackConfigError
-from config.settings import StackSettings
 from plan.stack import BenchmarkSpec, benchmark_spec, plan_stack
 from render.engine import Render, reveal
 from render.validation import validate, validate_render
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 from workloads.benchmark_summary import RESULT_PREFIX, main, render_text, result_line, summarize
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from components.capacity import compute_class
-from config.settings import StackSettings
 from plan.stack import FALLBACK_CLASS, plan_stack, scheduling
 from render.validation import validate_render
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 RESERVATION = {"name": "a4-llm-serving"}

@@ -13,10 +13,10 @@ import pytest
 
 from components.capacity import RESERVATION_INPUTS, Capacity, compute_class, future_reservation_args
 from components.manifests import type_token
-from config.settings import StackSettings
 from facts import gke
 from plan.stack import FALLBACK_CLASS, CapacitySpec, plan_stack
 from render.sdk import Registration, run_program
+from stacks.settings import StackSettings
 
 RESERVATION = {"name": "a4-llm-serving"}
 CREATE = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 16}

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from config.problems import StackConfigError
 from facts.gke import SPOT_GRACE_SECONDS
 from render.engine import Render
 from render.validation import validate
+from stacks.problems import StackConfigError
 from tests.conftest import render_with, rendered
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
-from config.settings import StackSettings
 from facts.naming import selector_labels
 from plan.stack import GatewaySpec, plan_stack
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
 from render.validation import validate_render
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered, stack_settings
 
 CHART_KEYS = yaml.safe_load((PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "inferencepool.yaml").read_text())["versions"]

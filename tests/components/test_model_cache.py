@@ -7,11 +7,11 @@ from typing import Any
 
 from components.model_cache import RELEASE_CODE, download_script
 from components.programs import REPOSITORY
-from config.cache import CacheSettings
-from config.model import ModelSettings
-from config.settings import StackSettings
 from plan.stack import CacheSpec, cache_id, plan_stack
 from render.engine import Registration, Render
+from stacks.cache import CacheSettings
+from stacks.model import ModelSettings
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 CACHE_TYPES = (

@@ -11,12 +11,12 @@ import promql_parser
 import pytest
 
 from components.observability import alerts
-from config.problems import StackConfigError
-from config.settings import StackSettings
 from facts import naming
 from plan.stack import plan_stack
 from render.engine import PROJECT_ROOT, Render, reveal
 from render.promql import PromQLError, check_monitoring, metric_names, problems
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from components.replicas import engine_args
-from config.serving import ServingProfile
 from facts.naming import selector_labels
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.stack import engine_profile
 from render.engine import Render, Secret, render_stack
+from stacks.serving import ServingProfile
 from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from config.problems import StackConfigError
-from config.settings import StackSettings
 from plan.stack import pulled_from
 from render.chart import chart_objects
 from render.engine import Render
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import STACKS, render_with, rendered
 
 CLUSTER = "gcp:container/cluster:Cluster"

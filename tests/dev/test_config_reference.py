@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from config.settings import known_keys
 from dev.config_reference import PAGE, table, updated
+from stacks.settings import known_keys
 
 
 def test_the_configuration_page_matches_the_schema() -> None:

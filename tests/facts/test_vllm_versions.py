@@ -11,12 +11,12 @@ from pydantic import ValidationError
 
 from components.benchmark import client_command
 from components.replicas import engine_args
-from config.problems import StackConfigError
-from config.settings import StackSettings
 from facts.vllm import DEFAULT_RELEASE, QUERIED_METRICS, facts, supported_releases, tagged_release
 from plan.stack import engine_profile, plan_stack
 from render.engine import PROJECT_ROOT
 from render.promql import PromQLError, check_monitoring, stack_queries
+from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 from tests.conftest import render_with
 
 LATEST = "0.33.0"
@@ -201,7 +201,7 @@ def test_metric_names_live_only_with_the_vllm_facts() -> None:
     # dev/vllm_facts.py reads them out of vLLM's source; the program names them through facts/vllm.py.
     program = [
         path
-        for folder in ("components", "config", "plan", "policy", "render", "workloads", "ops")
+        for folder in ("components", "stacks", "plan", "policy", "render", "workloads", "ops")
         for path in (PROJECT_ROOT / folder).rglob("*.py")
     ]
     found = {str(path.relative_to(PROJECT_ROOT)): lines for path in program if (lines := _vllm_metric_literals(path.read_text()))}

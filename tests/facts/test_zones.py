@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from config.settings import StackSettings
 from facts.gcp import a4_zones
 from render.files import plan
+from stacks.settings import StackSettings
 from tests.conftest import render_with
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.cold_start_estimate import (
     COMPILE_COLD_SECONDS,
     COMPILE_WARM_SECONDS,
@@ -19,6 +18,7 @@ from plan.cold_start_estimate import (
     image_streamed,
 )
 from plan.stack import plan_stack
+from stacks.settings import StackSettings
 
 
 def wake(**values: Any) -> ColdStart:

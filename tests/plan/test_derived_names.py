@@ -13,8 +13,8 @@ from facts.naming import ACCOUNT_ID_LENGTH, NETWORK_NAME_LENGTH, account_id
 from plan.stack import plan_stack
 from render.changes import changes, records
 from render.engine import render_stack
-from tests.config.test_platform_rules import refusal, with_changes
 from tests.conftest import render_with, rendered, stack_file_config, stack_settings
+from tests.stacks.test_platform_rules import refusal, with_changes
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 # The accounts registered under these names take their ids from `cluster.name` (the nodes', the compile cache's).

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.estimates import MEASURED_TOKENS_PER_SECOND, Estimate, scaling_efficiency
 from plan.stack import plan_stack
 from render.engine import PROJECT_ROOT, reveal
+from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.estimates import Estimate, GatewayPods, cost_per_hour, gateway_bill
 from plan.stack import plan_stack
+from stacks.settings import StackSettings
 
 # Per-node throughput at each measured count: linear interpolation of the efficiency is linear in these.
 PER_NODE = {1: 95_317.0, 2: 95_000.0, 4: 376_074 / 4, 8: 740_192 / 8, 12: 1_103_941 / 12}

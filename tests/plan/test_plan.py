@@ -14,10 +14,10 @@ import pulumi
 import pytest
 from pydantic import BaseModel
 
-from config.settings import StackSettings
 from plan import stack as plan_module
 from plan.stack import StackPlan, plan_stack
 from render.engine import PROJECT_ROOT
+from stacks.settings import StackSettings
 
 COMPONENTS = PROJECT_ROOT / "components"
 # Shared by every component on purpose: resource options and the manifest resource.
@@ -69,7 +69,7 @@ def test_no_spec_carries_a_settings_section() -> None:
 
 def test_no_component_reads_the_settings() -> None:
     for path in sorted(COMPONENTS.glob("*.py")):
-        read = {m for m in imported_modules(path) if m == "config" or m.startswith("config.")}
+        read = {m for m in imported_modules(path) if m == "stacks" or m.startswith("stacks.")}
         assert read == set(), f"{path.name} imports {sorted(read)}: a component takes a spec from plan_stack"
 
 
@@ -88,7 +88,7 @@ def test_the_estimates_read_what_the_plan_built_not_the_settings() -> None:
     # The plan is computed once, in one direction: settings -> plan_stack -> estimates, never back.
     for name in ("estimates", "cold_start_estimate"):
         path = PROJECT_ROOT / "plan" / f"{name}.py"
-        back = {m for m in imported_modules(path) if m.split(".")[0] == "config" or m == "plan.stack"}
+        back = {m for m in imported_modules(path) if m.split(".")[0] == "stacks" or m == "plan.stack"}
         assert back == set(), f"plan/{name}.py imports {sorted(back)}"
 
 
@@ -138,7 +138,7 @@ def test_the_composition_root_hands_the_settings_only_to_the_plan() -> None:
     assert planned and all(node in planned for node in read), [ast.unparse(node) for node in read if node not in planned]
 
 
-LAYERS = ("facts", "config", "plan", "components")
+LAYERS = ("facts", "stacks", "plan", "components")
 
 
 @pytest.mark.parametrize("layer", LAYERS[:-1])

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.stack import BatchWindow, StackPlan, plan_stack
+from stacks.settings import StackSettings
 
 PROJECT = "other-project-7"
 MIRROR = f"us-central1-docker.pkg.dev/{PROJECT}"

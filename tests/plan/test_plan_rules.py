@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.stack import StackPlan, plan_stack, registry_prefix
+from stacks.settings import StackSettings
 
 GKE = "cloud.google.com"
 RESERVATION = {"name": "a4-llm-serving"}

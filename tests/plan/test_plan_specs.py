@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from config.settings import StackSettings
 from plan.stack import (
     CompileCacheMount,
     FutureReservation,
@@ -25,6 +24,7 @@ from plan.stack import (
     StackPlan,
     plan_stack,
 )
+from stacks.settings import StackSettings
 
 PROJECT = "example-project"  # 15 characters: the bucket-name boundaries below count on it
 MIRROR = f"europe-west4-docker.pkg.dev/{PROJECT}/docker-hub"

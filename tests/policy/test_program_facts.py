@@ -55,7 +55,7 @@ def test_the_check_finds_a_restated_name_of_the_program() -> None:
 
 def test_the_settings_refuse_the_labels_the_plan_sets() -> None:
     # The settings' rule and the plan's labels are one list: a label the plan adds is refused as a stack label.
-    settings_source = (PROJECT_ROOT / "config" / "settings.py").read_text()
+    settings_source = (PROJECT_ROOT / "stacks" / "settings.py").read_text()
     assert _restated(settings_source, naming) == []
 
 

@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 from components.gateway import GATEWAY_CLASSES
-from config import settings
-from config.loading import Stack, StackSecrets
 from facts.naming import PROGRAM_LABELS
 from plan.stack import plan_stack
 from policy.rules import (
@@ -36,6 +34,8 @@ from policy.rules import (
     switch,
 )
 from render.engine import Render, reveal
+from stacks import settings
+from stacks.loading import Stack, StackSecrets
 from tests.conftest import STACKS, render_once, render_with, stack_file_config
 
 

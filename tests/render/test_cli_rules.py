@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 import render.cli
-from config.problems import StackConfigError
 from render.cli import _loading_step, check_render, estimate_changes, main, provider_sdks_compiled, run
 from render.engine import Render
 from render.files import write
 from render.progress import Progress
+from stacks.problems import StackConfigError
 from tests.render.registrations import registration
 
 

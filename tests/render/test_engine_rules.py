@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from config.problems import StackConfigError
 from render.engine import (
     Render,
     Secret,
@@ -30,6 +29,7 @@ from render.engine import (
     reveal,
     stack_config,
 )
+from stacks.problems import StackConfigError
 from tests.render.registrations import registration
 
 PROGRAM = """

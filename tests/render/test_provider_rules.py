@@ -81,7 +81,7 @@ def test_the_rules_cover_every_gcp_type_the_program_registers() -> None:
 
 def test_exclusions_without_a_window_are_caught_by_the_provider_check() -> None:
     # google-beta: exactly one of the window kinds once maintenance_policy is set (resource_container_cluster.go).
-    # The settings refuse this too (tests/config/test_platform_rules.py); the check stands on its own.
+    # The settings refuse this too (tests/stacks/test_platform_rules.py); the check stands on its own.
     render = cluster_render(maintenancePolicy={"maintenanceExclusions": [{**EXCLUSION, "exclusionName": "batch"}]})
     problem = only_problem(render)
     assert problem.startswith("gcp:container/cluster:Cluster gke: maintenancePolicy: exactlyOneOf:"), problem

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from config.problems import StackConfigError
 from render.cli import main
 from render.files import plan, write
+from stacks.problems import StackConfigError
 from tests.conftest import render_with, rendered
 
 

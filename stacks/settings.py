@@ -1,0 +1,323 @@
+"""The stack configuration: every knob of the program, typed; the root section and the rules across sections.
+
+Defaults reproduce the measured reference deployment (docs/reference.md):
+Qwen 3.5 27B FP8 on A4 nodes, one vLLM pod per node running data parallel 8.
+Keys are camelCase, exactly as written in ``Pulumi.<stack>.yaml``. Each section
+is its own module beside this one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+# Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
+from facts.batch_sizing import runner_workers
+from facts.gcp import a4_zones
+from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
+from facts.kubernetes import quantity
+from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS
+from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
+from stacks.autoscaling import AutoscalingSettings
+from stacks.batch import BatchSettings
+from stacks.benchmark import BenchmarkSettings
+from stacks.cache import CacheSettings
+from stacks.capacity import CapacitySettings
+from stacks.cluster import ClusterSettings
+from stacks.drain import DrainSettings
+from stacks.gateway import GatewaySettings
+from stacks.model import ModelSettings
+from stacks.network import NetworkSettings
+from stacks.observability import ObservabilitySettings
+from stacks.problems import ConfigProblem, show_value
+from stacks.registry import RegistrySettings
+from stacks.rollout import RolloutSettings
+from stacks.section import ConfigBool, Section, project_id
+from stacks.serving import ServingProfile
+from stacks.workload import WorkloadSettings
+
+# Valid for both GCP and Kubernetes: alphanumeric at both ends.
+_LABEL_KEY = re.compile(r"^[a-z]([-_a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?)?$")
+
+Labels = Annotated[dict[str, str], Field(default_factory=dict)]
+
+
+class StackSettings(Section):
+    """Everything one stack chooses. Only ``project`` has no default."""
+
+    project: str
+    """GCP project id."""
+    region: str = "europe-west4"
+    """Region of the cluster and network."""
+    zone: str = "europe-west4-b"
+    """Zone of the A4 nodes and the model cache; a zone not known to offer A4 gets a warning (docs/reference.md)."""
+    nodes: int = 1
+    """A4 nodes, one vLLM replica each; 0 scales to zero and keeps cluster and cache."""
+    routing: Literal["clusterip", "gateway"] = "clusterip"
+    """`clusterip` (round-robin Service; fastest) or `gateway` (Inference Gateway; 31-37% overhead measured)."""
+    production: ConfigBool = False
+    """Marks a production stack: deletion protection required."""
+    allow_public_exposure: ConfigBool = False
+    """Opt in to an internet-facing gateway or load balancer."""
+    allow_public_nodes: ConfigBool = False
+    """Opt in to nodes with public IPs (cluster.privateNodes false)."""
+    allow_open_control_plane: ConfigBool = False
+    """Opt in to a control-plane IP endpoint reachable from any address (no authorizedNetworks)."""
+    labels: Labels
+    """Extra labels on every labelled resource (app, managed-by and stack are always set)."""
+    network: NetworkSettings = NetworkSettings()
+    """The VPC."""
+    cluster: ClusterSettings = ClusterSettings()
+    """The GKE cluster."""
+    capacity: CapacitySettings = CapacitySettings()
+    """Where A4 nodes come from."""
+    model: ModelSettings = ModelSettings()
+    """The model served."""
+    workload: WorkloadSettings = WorkloadSettings()
+    """The request shape the serving profile and estimates are for."""
+    serving: ServingProfile = ServingProfile()
+    """The vLLM engine profile."""
+    cache: CacheSettings = CacheSettings()
+    """The Hyperdisk ML model cache."""
+    gateway: GatewaySettings = GatewaySettings()
+    """The Inference Gateway (routing: gateway)."""
+    benchmark: BenchmarkSettings = BenchmarkSettings()
+    """The in-cluster benchmark Job."""
+    rollout: RolloutSettings = RolloutSettings()
+    """How changes roll out to the replicas."""
+    autoscaling: AutoscalingSettings = AutoscalingSettings()
+    """Scaling on queue depth and to zero when idle (opt-in)."""
+    registry: RegistrySettings = RegistrySettings()
+    """Images through Artifact Registry."""
+    observability: ObservabilitySettings = ObservabilitySettings()
+    """Dashboard and alerts."""
+    drain: DrainSettings = DrainSettings()
+    """How a replica stops (scale-down, rollout, preemption). On Spot both are cut to fit its 25 s."""
+    batch: BatchSettings = BatchSettings()
+    """Batches from a Cloud Storage bucket that wake the stack from zero (opt-in)."""
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        return project_id(value)
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.match(r"^[a-z]+-[a-z]+\d+$", value):
+            raise ConfigProblem((), value, "is not a GCP region such as europe-west4")
+        return value
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: int) -> int:
+        if not 0 <= value <= 1000:
+            raise ConfigProblem((), value, "is out of range; use 0 (scaled to zero) up to 1000 A4 nodes")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if key in PROGRAM_LABELS:
+                raise ConfigProblem((key,), text, f"replaces a label the program sets ({', '.join(PROGRAM_LABELS)}); use another key")
+            if not _LABEL_KEY.match(key):
+                raise ConfigProblem((key,), key, "is not a label key: a-z first, then up to 62 of a-z, 0-9, '-', '_', ending alphanumeric")
+            if not _LABEL_VALUE.match(text):
+                raise ConfigProblem((key,), text, "is not a label value: up to 63 of a-z, 0-9, '-', '_', alphanumeric at both ends")
+        return value
+
+    @property
+    def fewest_replicas(self) -> int:
+        """The fewest replicas a rollout may meet: the node count, or with autoscaling the fewest that serve at all."""
+        return max(self.autoscaling.min_replicas, 1) if self.autoscaling.enabled else self.nodes
+
+    @property
+    def surge_replicas(self) -> int:
+        """Replicas a rollout runs beyond the most: one when a lone replica must keep serving (a new one starts first)."""
+        return 1 if self.rollout.keep_serving and self.fewest_replicas < 2 else 0
+
+    @property
+    def max_replicas(self) -> int:
+        """The most replicas the stack may run: the autoscaler's maximum, else `nodes`."""
+        if self.autoscaling.enabled:
+            return self.autoscaling.max_replicas or max(self.nodes, 1)
+        return self.nodes
+
+    def warnings(self, namespace: str) -> list[str]:
+        """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
+        known = a4_zones()
+        if self.zone in known.zones:
+            return []
+        nearby = [zone for zone in known.zones if zone.startswith(self.region + "-")]
+        where = f"in {self.region}: {', '.join(nearby)}" if nearby else f"anywhere: {', '.join(known.zones)}"
+        return [
+            f"{namespace}:zone: {show_value(self.zone)} is not among the zones known to offer {A4_MACHINE_TYPE} "
+            f"(list of {known.as_of}; {where}); A4 nodes may never come. "
+            "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
+        ]
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> StackSettings:
+        if not self.zone.startswith(self.region + "-"):
+            raise ConfigProblem(("zone",), self.zone, f"is not in region {self.region}; use a zone such as {self.region}-b")
+        longest = self.workload.longest_request
+        if self.serving.max_model_len < longest:
+            raise ConfigProblem(
+                ("serving", "maxModelLen"),
+                self.serving.max_model_len,
+                f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
+                f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
+            )
+        largest = self.serving.ttft_largest_bucket
+        if self.observability.ttft_p99_seconds >= largest:
+            # histogram_quantile never exceeds the largest finite bucket: the alert could never fire.
+            raise ConfigProblem(
+                ("observability", "ttftP99Seconds"),
+                self.observability.ttft_p99_seconds,
+                f"is not below the largest bucket of {TTFT_HISTOGRAM} in vLLM {self.serving.release} ({largest:g} s), so the alert "
+                "could never fire; the objective is in seconds (e.g. 30, not 30000 ms)",
+            )
+        if self.gateway.exposure == "external" and not self.allow_public_exposure:
+            raise ConfigProblem(
+                ("gateway", "exposure"),
+                "external",
+                "exposes the model to the internet; set allowPublicExposure: true to opt in, or use internal",
+            )
+        if self.routing == "gateway" and self.gateway.existing_proxy_subnet is None:
+            proxy = ipaddress.IPv4Network(self.gateway.proxy_subnet_cidr)
+            for key, cidr in (
+                ("nodeCidr", self.network.node_cidr),
+                ("podCidr", self.network.pod_cidr),
+                ("serviceCidr", self.network.service_cidr),
+            ):
+                if proxy.overlaps(ipaddress.IPv4Network(cidr)):
+                    raise ConfigProblem(
+                        ("gateway", "proxySubnetCidr"), str(proxy), f"overlaps network.{key} ({cidr}); choose a disjoint range"
+                    )
+        scaling = self.autoscaling
+        if scaling.enabled and scaling.min_replicas > self.max_replicas:
+            raise ConfigProblem(
+                ("autoscaling", "minReplicas"),
+                scaling.min_replicas,
+                f"is above the maximum ({self.max_replicas}); lower it or raise maxReplicas",
+            )
+        for index, window in enumerate(scaling.batch_windows):
+            if scaling.enabled and window.replicas > self.max_replicas:
+                raise ConfigProblem(
+                    ("autoscaling", "batchWindows", index, "replicas"), window.replicas, f"is above the maximum ({self.max_replicas})"
+                )
+        if not self.cluster.private_nodes and not self.allow_public_nodes:
+            raise ConfigProblem(("cluster", "privateNodes"), False, "gives every node a public IP; set allowPublicNodes: true to opt in")
+        if self.production and not self.cluster.deletion_protection:
+            raise ConfigProblem(("cluster", "deletionProtection"), False, "must be true on a production stack (production: true)")
+        if self.production and self.cluster.maintenance.window is None:
+            # Without one GKE may upgrade a serving production cluster at any hour.
+            raise ConfigProblem(
+                ("cluster", "maintenance", "window"),
+                None,
+                "is required on a production stack (production: true): say when GKE may upgrade it, e.g. startTime "
+                "2026-01-03T00:00:00Z, endTime 2026-01-03T06:00:00Z, recurrence FREQ=WEEKLY;BYDAY=SA,SU",
+            )
+        if self.batch.enabled and not self.autoscaling.enabled:
+            # The wake trigger and the runner's scaling are KEDA scalers: without KEDA nothing wakes the stack.
+            raise ConfigProblem(
+                ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
+            )
+        self._capacity_holds_the_replicas()
+        self._drain_fits_spot()
+        self._runner_fits_general_purpose()
+        self._benchmark_prompts()
+        if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
+            raise ConfigProblem(
+                ("cluster", "namespace"), self.cluster.namespace, "is where the stack installs KEDA when autoscaling is on; choose another"
+            )
+        return self
+
+    def _drain_fits_spot(self) -> None:
+        """A pod that may run on Spot gets 25 s: the pause, vLLM's drain and its teardown must fit."""
+        if "spot" not in self.capacity.steps:
+            return
+        pre_stop, timeout = self.drain.on_spot()
+        if timeout >= 0 and pre_stop + timeout + SHUTDOWN_TEARDOWN_SECONDS <= SPOT_GRACE_SECONDS:
+            return
+        most = SPOT_GRACE_SECONDS - SHUTDOWN_TEARDOWN_SECONDS
+        key, value, allowed = (
+            ("shutdownTimeoutSeconds", timeout, f"at most {most - pre_stop}")
+            if "shutdown_timeout_seconds" in self.drain.model_fields_set
+            else ("preStopSeconds", pre_stop, f"at most {most}")
+        )
+        raise ConfigProblem(
+            ("drain", key),
+            value,
+            f"does not fit Spot's {SPOT_GRACE_SECONDS} s grace (capacity may place the replicas on Spot): preStopSeconds "
+            f"{pre_stop} + shutdownTimeoutSeconds {timeout} + vLLM's {SHUTDOWN_TEARDOWN_SECONDS} s teardown; allowed: {allowed}",
+        )
+
+    def _capacity_holds_the_replicas(self) -> None:
+        """A created calendar reservation is the only capacity of mode reservation: replicas beyond it never schedule."""
+        reservation = self.capacity.reservation
+        if self.capacity.mode != "reservation" or reservation is None or reservation.create is None:
+            return
+        needed = self.max_replicas + (self.surge_replicas if self.max_replicas else 0)
+        if reservation.create.nodes < needed:
+            surge = " plus the surge replica a rollout starts before stopping the lone one" if self.surge_replicas else ""
+            raise ConfigProblem(
+                ("capacity", "reservation", "create", "nodes"),
+                reservation.create.nodes,
+                f"cannot hold the replicas: the stack may run {self.max_replicas} (nodes, or autoscaling.maxReplicas){surge}, "
+                f"so reserve at least {needed} nodes",
+            )
+
+    def _runner_fits_general_purpose(self) -> None:
+        """The batch runner is a general-purpose pod of runnerCpu and runnerMemory times its workers (facts/batch_sizing.py)."""
+        if not self.batch.enabled or not self.autoscaling.enabled:
+            return
+        workers = runner_workers(max(self.max_replicas, 1))
+        for key, each, most, unit in (
+            ("runnerCpu", self.batch.runner_cpu, GENERAL_PURPOSE_MAX_CPU, 1),
+            ("runnerMemory", self.batch.runner_memory, GENERAL_PURPOSE_MAX_MEMORY, 2**30),
+        ):
+            if quantity(each) * workers > most:
+                shown = f"{most / unit:g}" + ("Gi" if unit > 1 else " vCPU")
+                raise ConfigProblem(
+                    ("batch", key),
+                    each,
+                    f"times the runner's {workers} workers (for up to {self.max_replicas} replicas) is above the {shown} Autopilot "
+                    f"gives a general-purpose pod; lower it to {most / unit / workers:.3g}" + ("Gi" if unit > 1 else "") + " or less",
+                )
+
+    def _benchmark_prompts(self) -> None:
+        """vLLM's random dataset needs one input token at the shortest: floor(inputLen x (1 - rangeRatio)) >= 1
+        with no prefix and, at least, no special tokens (vllm/benchmarks/datasets.py, RandomDataset.sample)."""
+        if not self.benchmark.enabled:
+            return
+        workload = self.workload
+        if math.floor(workload.input_tokens * (1 - workload.range_ratio)) < 1:
+            raise ConfigProblem(
+                ("workload", "inputTokens"),
+                workload.input_tokens,
+                f"is too short for vLLM's random dataset at rangeRatio {workload.range_ratio:g}: its shortest prompt would have no "
+                f"token; use at least {math.ceil(1 / (1 - workload.range_ratio))}",
+            )
+
+
+def known_keys() -> dict[tuple[str | int, ...], list[str]]:
+    """The keys each section accepts, by the section's path, for spelling hints."""
+    table: dict[tuple[str | int, ...], list[str]] = {}
+
+    def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
+        table[path] = [str(f.alias) for f in model.model_fields.values()]
+        for field in model.model_fields.values():
+            annotation = field.annotation
+            for candidate in getattr(annotation, "__args__", (annotation,)):
+                if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                    walk(candidate, (*path, str(field.alias)))
+
+    walk(StackSettings, ())
+    return table

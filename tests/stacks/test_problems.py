@@ -1,0 +1,173 @@
+"""Config errors written for the person who edits the stack file (stacks/problems.py), on hand-made settings and errors."""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import Enum
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError, field_validator
+
+from stacks.loading import parse_settings
+from stacks.problems import ConfigProblem, StackConfigError, closest, describe, key_name, one_of, show_value
+from tests.stacks.handed import problems
+
+WINDOW = {"startTime": "2026-01-03T00:00:00Z", "endTime": "2026-01-03T06:00:00Z"}
+
+
+def test_a_problem_keeps_its_path_value_and_reason() -> None:
+    found = ConfigProblem(["capacity", 1], "x", "is wrong")
+    assert (found.path, found.value, found.reason, str(found)) == (("capacity", 1), "x", "is wrong", "is wrong")
+
+
+def test_the_error_counts_its_problems_and_lists_one_a_line() -> None:
+    one = StackConfigError(["llm:a: is wrong"])
+    assert (one.problems, str(one)) == (["llm:a: is wrong"], "stack configuration has 1 problem:\n  - llm:a: is wrong")
+    two = StackConfigError(("llm:a: x", "llm:b: y"))
+    assert (two.problems, str(two)) == (["llm:a: x", "llm:b: y"], "stack configuration has 2 problems:\n  - llm:a: x\n  - llm:b: y")
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        (("capacity", "fallback", 1), "llm:capacity.fallback[1]"),
+        (("nodes",), "llm:nodes"),
+        (("autoscaling", "batchWindows", 0, "replicas"), "llm:autoscaling.batchWindows[0].replicas"),
+        ((2, "name"), "llm:[2].name"),
+        ((), "llm:"),
+    ],
+)
+def test_a_key_is_named_as_the_stack_file_writes_it(path: tuple[str | int, ...], key: str) -> None:
+    assert key_name("llm", path) == key
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("x", "'x'"),
+        ("", "''"),
+        (2, "2"),
+        (2.5, "2.5"),
+        (True, "true"),
+        (None, "null"),
+        ({"b": 1, "a": [2]}, '{"a": [2], "b": 1}'),
+        (date(2026, 1, 3), '"2026-01-03"'),
+    ],
+)
+def test_a_value_is_shown_as_the_stack_file_writes_it(value: Any, shown: str) -> None:
+    assert show_value(value) == shown
+
+
+def test_choices_are_listed_in_order() -> None:
+    assert one_of(["spot", "reservation"]) == "use one of: spot, reservation"
+    assert one_of([]) == "use one of: "
+
+
+def test_a_misspelt_key_gets_the_closest_known_one() -> None:
+    assert closest("node", ["zone", "nodes", "region"]) == "did you mean 'nodes'? known keys: nodes, region, zone"
+    assert closest("qqqq", ["zone", "nodes"]) == "known keys: nodes, zone"
+
+
+def test_an_unknown_key_names_the_closest_of_its_own_section() -> None:
+    (found,) = problems(node=2)
+    assert found.startswith("llm:node: unknown key; did you mean 'nodes'? known keys: ")
+    assert ", nodes, " in found
+
+
+def test_an_unknown_key_in_a_list_item_names_the_keys_of_the_items_section() -> None:
+    times = {"startTime": "2026-12-01T00:00:00Z", "endTime": "2026-12-02T00:00:00Z"}
+    found = problems(cluster={"maintenance": {"window": WINDOW, "exclusions": [{"name": "a", **times}, {"nmae": "b", **times}]}})
+    assert found == [
+        "llm:cluster.maintenance.exclusions[1].name: is required",
+        "llm:cluster.maintenance.exclusions[1].nmae: unknown key; did you mean 'name'? known keys: endTime, name, scope, startTime",
+    ]
+
+
+def test_an_unknown_key_of_a_section_names_the_sections_keys() -> None:
+    assert problems(capacity={"flexstart": {}}) == [
+        "llm:capacity.flexstart: unknown key; did you mean 'flexStart'? known keys: fallback, flexStart, mode, pricePerNodeHour, "
+        "reservation"
+    ]
+
+
+def test_every_problem_is_listed_after_one_of_the_settings_own() -> None:
+    assert problems(nodes=-1, routing="nodeport") == [
+        "llm:nodes: -1 is out of range; use 0 (scaled to zero) up to 1000 A4 nodes",
+        "llm:routing: 'nodeport' is not allowed; use one of: clusterip, gateway",
+    ]
+
+
+def test_a_missing_top_level_key_says_how_to_set_it() -> None:
+    with pytest.raises(StackConfigError) as error:
+        parse_settings({}, "llm")
+    assert error.value.problems == ["llm:project: is required; set it with `pulumi config set project <value>`"]
+
+
+def test_a_value_outside_a_closed_set_lists_the_set() -> None:
+    assert problems(routing="nodeport") == ["llm:routing: 'nodeport' is not allowed; use one of: clusterip, gateway"]
+    assert problems(serving={"kvCacheDtype": "fp16"}) == [
+        "llm:serving.kvCacheDtype: 'fp16' is not allowed; use one of: auto, fp8, fp8_e4m3, fp8_e5m2"
+    ]
+
+
+def test_a_value_of_the_wrong_type_gets_pydantics_reason_as_a_sentence() -> None:
+    assert problems(nodes="twelve") == [
+        "llm:nodes: 'twelve' is not allowed: input should be a valid integer, unable to parse string as an integer"
+    ]
+
+
+def test_a_problem_without_a_value_shows_none() -> None:
+    assert problems(capacity={"mode": "reservation"}) == [
+        "llm:capacity.reservation: is required when capacity.mode is reservation; set reservation.name"
+    ]
+
+
+def test_a_false_value_is_shown() -> None:
+    assert problems(cluster={"privateNodes": False}) == [
+        "llm:cluster.privateNodes: false gives every node a public IP; set allowPublicNodes: true to opt in"
+    ]
+
+
+class _Colour(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class _Painted(BaseModel):
+    colour: _Colour
+
+
+def test_a_value_outside_an_enumeration_lists_its_values() -> None:
+    with pytest.raises(ValidationError) as error:
+        _Painted.model_validate({"colour": "green"})
+    assert describe(error.value, "ns", {}) == ["ns:colour: 'green' is not allowed; use one of: red, blue"]
+
+
+class _Plain(BaseModel):
+    size: int
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, value: int) -> int:
+        raise ValueError("Size is odd")
+
+
+def test_a_plain_value_error_reads_as_a_sentence_without_pydantics_prefix() -> None:
+    with pytest.raises(ValidationError) as error:
+        _Plain.model_validate({"size": 3})
+    assert describe(error.value, "ns", {}) == ["ns:size: 3 is not allowed: size is odd"]
+
+
+def test_an_unknown_key_of_a_section_without_known_keys_gets_no_hint() -> None:
+    with pytest.raises(ValidationError) as error:
+        _Strict.model_validate({"a": {"b": 1}})
+    assert describe(error.value, "ns", {}) == ["ns:a.b: unknown key; known keys: "]
+
+
+class _Inner(BaseModel, extra="forbid"):
+    pass
+
+
+class _Strict(BaseModel):
+    a: _Inner
