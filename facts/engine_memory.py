@@ -48,6 +48,9 @@ ALIGN_STATE_BLOCKS = 2
 # A group of layers is padded to the largest type's count when it is below 1.5x the smallest
 # (vllm/v1/core/kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
 GROUP_PADDING_RATIO = 1.5
+# vLLM's own max_num_seqs for `vllm serve` on a GPU of 70 GiB or more (vllm/engine/arg_utils.py,
+# EngineArgs.get_batch_defaults): what a model without facts gets, as vLLM would give it.
+VLLM_DEFAULT_MAX_NUM_SEQS = 1024
 # Releases that refuse to start when max_num_seqs exceeds the Mamba cache blocks with full CUDA graphs
 # (vllm/config/compilation.py, CompilationConfig: "max_num_seqs (...) exceeds available Mamba cache blocks").
 # 0.18.1 capped the decode graphs to the blocks instead (CompilationConfig, "Cap cudagraph capture sizes").
@@ -113,6 +116,7 @@ class Engine:
 class MemoryBudget:
     """One GPU's memory for one engine, in bytes, and the KV cache it leaves."""
 
+    max_num_seqs: int
     requested: int
     weights: int
     forward_peak: int
@@ -166,6 +170,7 @@ class MemoryBudget:
             "availableKvCache": self.available_kv,
         }
         return {
+            "maxNumSeqs": self.max_num_seqs,
             **{f"{name}GiB": round(value / GIB, 2) for name, value in gib.items()},
             "kvCacheTokens": self.kv_tokens,
             "requestsOfMaxModelLen": round(self.requests, 2),
@@ -230,6 +235,7 @@ def engine_memory(model: ModelMemory, engine: Engine) -> MemoryBudget:
     # kv_cache_utils.get_num_blocks: available // page // layers per group.
     blocks = max(available, 0) // page // group
     return MemoryBudget(
+        max_num_seqs=engine.max_num_seqs,
         requested=requested,
         weights=weights,
         forward_peak=forward,

@@ -93,8 +93,9 @@ class ServingProfile(Section):
     """Context length. The default 131072 wasted 85x of the KV cache; size it to input + output."""
     max_num_batched_tokens: int = Field(default=16384, gt=0)
     """Tokens per engine step."""
-    max_num_seqs: int = Field(default=8192, gt=0)
-    """Concurrent sequences per engine; 512 capped admission in the reference."""
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    """Concurrent sequences per engine; default: the most the KV cache holds of the workload's mean request, within
+    what starts (docs/memory.md). Each costs sampler memory at start, and on a hybrid model a state block."""
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "fp8_e4m3"
     """KV cache precision; FP8 holds ~3x the tokens (959K vs 288K per engine)."""
     gpu_memory_utilization: float = Field(default=0.92, gt=0, le=0.95)
@@ -283,7 +284,7 @@ class ServingProfile(Section):
                 f"is below maxModelLen ({self.max_model_len}) with chunked prefill off, which vLLM refuses; "
                 "raise it or enable chunked prefill",
             )
-        if self.max_num_batched_tokens < self.max_num_seqs:
+        if self.max_num_seqs is not None and self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigProblem(
                 ("maxNumBatchedTokens",), self.max_num_batched_tokens, f"is below maxNumSeqs ({self.max_num_seqs}), which vLLM refuses"
             )
