@@ -33,10 +33,17 @@ def engine(serving: ServingProfile, model: ModelMemory, max_num_seqs: int) -> En
         max_num_batched_tokens=serving.max_num_batched_tokens,
         kv_cache_dtype=serving.kv_cache_dtype,
         mtp_tokens=serving.mtp_tokens if model.mtp_layers else 0,
-        mamba_cache_mode=serving.mamba_cache_mode,
+        mamba_cache_mode=_mamba_cache_mode(serving),
         cuda_graphs=counts_cuda_graphs(serving.release, serving.env, serving.optimization_level),
         release=serving.release,
     )
+
+
+def _mamba_cache_mode(serving: ServingProfile) -> str | None:
+    # A release that ignores the flag (0.33.0) caches in align mode with prefix caching, none without (docs/vllm.md).
+    if serving.facts.takes("--mamba-cache-mode"):
+        return serving.mamba_cache_mode
+    return "align" if serving.enable_prefix_caching else "none"
 
 
 def mean_request(workload: WorkloadSettings) -> int:

@@ -17,7 +17,7 @@ def test_dev_defaults_start_at_full_size_with_and_without_mtp() -> None:
         settings = parsed(serving={"mtpTokens": mtp})
         facts = settings.model_facts
         assert facts is not None
-        for image in (settings.serving.image, LATEST):
+        for image in (settings.serving.image, LATEST, "vllm/vllm-openai:v0.33.0"):
             serving = settings.serving.model_copy(update={"image": image})
             seqs = memory.max_num_seqs(serving, settings.workload, facts)
             # Under vLLM 0.26.0's check too: every sequence has its state block, with full graphs as on a B200.
