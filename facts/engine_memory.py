@@ -70,6 +70,8 @@ class ModelMemory(Protocol):
     """What the budget reads of a model (facts/models.py, ModelFacts)."""
 
     @property
+    def task(self) -> str: ...
+    @property
     def weight_bytes(self) -> int: ...
     @property
     def expert_weight_bytes(self) -> int: ...
@@ -197,6 +199,9 @@ def sampler_rows(engine: Engine) -> int:
 
 
 def sampler_peak(model: ModelMemory, engine: Engine) -> int:
+    if model.task == "embed":
+        # A pooling model runs its pooler, not the sampler (GPUModelRunner.profile_run, _dummy_pooler_run).
+        return 0
     per_logit = SPEC_SAMPLER_BYTES + SPEC_SAMPLER_BYTES_PER_DRAFT * engine.mtp_tokens if engine.mtp_tokens else SAMPLER_BYTES
     return sampler_rows(engine) * model.vocab_size * per_logit
 

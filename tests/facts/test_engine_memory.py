@@ -141,3 +141,11 @@ def test_a_runs_start_lines_read_beside_the_plan() -> None:
     assert figures["kv_tokens"][1] == 464_000 and figures["blocks"][1] == 1450
     for name, (planned, logged) in figures.items():
         assert planned == pytest.approx(logged, rel=0.10), name
+
+
+def test_an_embedding_model_runs_no_sampler() -> None:
+    embedder = catalogued("Qwen/Qwen3-Embedding-8B")
+    assert embedder is not None and embedder.task == "embed"
+    budget = engine_memory(embedder, replace(H200, max_num_seqs=8192))
+    assert budget.sampler_peak == 0
+    assert engine_memory(embedder, replace(H200, max_num_seqs=256)).available_kv == budget.available_kv
