@@ -19,7 +19,7 @@ def test_a_flag_of_the_table_in_extra_args_is_refused_naming_its_setting(flag: s
 
 
 def test_the_replicas_write_the_tables_flags_in_its_order_then_extra_args() -> None:
-    profile = engine_profile(ServingProfile(extra_args=("--seed=7",)))
+    profile = engine_profile(ServingProfile(extra_args=("--seed=7",)), 256)
     args = engine_args(profile, "/m", "served", Drain(pre_stop_seconds=5, shutdown_timeout_seconds=30, grace_seconds=40))
     assert args[:3] == ["vllm", "serve", "/m"] and args[-1] == "--seed=7"
     written = ["-O" if arg.startswith("-O") else arg.split("=", 1)[0].replace("--no-", "--", 1) for arg in args[3:-1]]
