@@ -13,6 +13,11 @@ from stacks.problems import ConfigProblem
 from stacks.serving import ServingProfile
 
 GIB = 2**30
+MIB = 2**20
+# The download Job's default deadline: the weights at this rate, and never under an hour. A floor far below a
+# Hugging Face download over Cloud NAT, so that only a stalled download (Xet stalled at 16-20 GB: docs/reference.md) hits it.
+DOWNLOAD_FLOOR_MIBPS = 8
+DOWNLOAD_LEAST_MINUTES = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,3 +140,11 @@ def _check_mamba(model: ModelFacts, serving: ServingProfile) -> None:
                     f"needs {key}: true (vLLM turns the mode off without prefix caching and refuses it without chunked "
                     "prefill); turn it on, or unset mambaCacheMode and mambaBlockSize",
                 )
+
+
+def download_deadline_minutes(model: ModelFacts, cache: CacheSettings) -> int:
+    """The download Job's deadline: the setting, else the checkpoint (MTP layers included) at the floor rate, an hour at least."""
+    if cache.download_deadline_minutes is not None:
+        return cache.download_deadline_minutes
+    minutes = math.ceil((model.weight_bytes + model.mtp_weight_bytes) / (DOWNLOAD_FLOOR_MIBPS * MIB) / 60)
+    return max(minutes, DOWNLOAD_LEAST_MINUTES)
