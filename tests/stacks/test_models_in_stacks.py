@@ -36,9 +36,13 @@ def test_the_70b_gets_no_mtp_and_no_mamba_flags() -> None:
 
 
 def test_the_70b_in_fp8_runs_tensor_parallel_2_by_data_parallel_4() -> None:
-    args = command(render_with("dev", model={"id": LLAMA_FP8}, serving={"tensorParallelSize": 2}))
+    render = render_with("dev", model={"id": LLAMA_FP8}, serving={"tensorParallelSize": 2})
+    args = command(render)
     assert "--tensor-parallel-size=2" in args and "--data-parallel-size=4" in args
     assert args.index("--tensor-parallel-size=2") + 1 == args.index("--data-parallel-size=4")
+    # The startup probe waits for an answer from each of the four engines, not from eight.
+    deployment = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["exec"]["command"][-1] == "4"
 
 
 @pytest.mark.parametrize("model_id", [QWEN_397B, QWEN_397B_NVFP4])
