@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from facts.models import CATALOGUE, catalogue
+from facts.models import CATALOGUE, catalogue, catalogued
 from render.engine import Render
+from stacks.engine import loaded_bytes, weight_bytes_per_gpu
+from stacks.serving import ServingProfile
 from tests.conftest import render_with
 from tests.stacks.handed import problem
 
@@ -90,10 +93,22 @@ def test_a_shape_whose_gpus_are_not_8_is_refused_with_the_shapes_that_fit(servin
 
 
 def test_weights_that_do_not_fit_the_shape_are_refused_with_the_shapes_that_do() -> None:
-    found = problem(model={"id": QWEN_397B}, cache={"sizeGi": 400})
-    assert found.startswith("llm:serving.tensorParallelSize: 1 leaves 378.3 GiB of Qwen/Qwen3.5-397B-A17B-FP8's weights on each GPU")
+    # The 70B in bf16 (131.4 GiB) on one GPU, against 70% of a B200's 180 GB.
+    found = problem(model={"id": LLAMA}, serving={"gpuMemoryUtilization": 0.7}, cache={"sizeGi": 200})
+    assert found.startswith("llm:serving.tensorParallelSize: 1 leaves 131.4 GiB of meta-llama/Llama-3.3-70B-Instruct's weights on each GPU")
     assert found.endswith(
-        "shapes that fit Qwen/Qwen3.5-397B-A17B-FP8: tensorParallelSize 4 x dataParallelSize 2; tensorParallelSize 8 x dataParallelSize 1"
+        "shapes that fit meta-llama/Llama-3.3-70B-Instruct: tensorParallelSize 2 x dataParallelSize 4; "
+        "tensorParallelSize 4 x dataParallelSize 2; tensorParallelSize 8 x dataParallelSize 1"
+    )
+
+
+def test_a_moe_models_experts_are_split_over_every_gpu_of_the_pod() -> None:
+    # vLLM shards the experts over data x tensor parallel ranks: the 397B's 360 GiB of experts fit eight engines of one GPU.
+    moe = catalogued(QWEN_397B)
+    assert moe is not None
+    serving = ServingProfile()
+    assert weight_bytes_per_gpu(moe, serving, 1, 8) == weight_bytes_per_gpu(moe, serving, 8, 1) + math.ceil(
+        (loaded_bytes(moe, serving) - moe.expert_weight_bytes) * (1 - 1 / 8)
     )
 
 
