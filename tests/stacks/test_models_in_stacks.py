@@ -14,7 +14,7 @@ from render.engine import Render
 from stacks.engine import loaded_bytes, weight_bytes_per_gpu
 from stacks.serving import ServingProfile
 from tests.conftest import render_with
-from tests.stacks.handed import problem
+from tests.stacks.handed import parsed, problem
 
 LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
 LLAMA_FP8 = "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
@@ -138,3 +138,13 @@ def test_a_cache_smaller_than_the_weights_is_refused_with_the_size_needed() -> N
         "included); use at least 132"
     )
     assert problem(model={"id": QWEN_397B}, serving={"tensorParallelSize": 8}).startswith("llm:cache.sizeGi: 100 cannot hold")
+
+
+def test_a_model_in_the_hugging_face_cache_is_read_from_its_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = tmp_path / "hub" / "models--acme--cached-70b" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text((CATALOGUE / "meta-llama--Llama-3.3-70B-Instruct" / "config.json").read_text(), encoding="utf-8")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    settings = parsed(model={"id": "acme/cached-70b"}, cache={"sizeGi": 200})
+    llama = catalogued(LLAMA)
+    assert llama is not None and settings.model.facts.parameters == llama.parameters
