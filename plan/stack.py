@@ -18,6 +18,7 @@ from facts import gke, images
 from facts.batch_sizing import runner_workers
 from facts.engine_memory import MemoryBudget
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
+from facts.models import ModelFacts
 from facts.naming import (
     REPLICAS,
     CacheNames,
@@ -34,6 +35,7 @@ from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
 from stacks.drain import DrainSettings
+from stacks.engine import download_deadline_minutes, engine_shape, loaded_bytes
 from stacks.model import ModelSettings
 from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
@@ -369,7 +371,9 @@ class EngineProfile:
     """What the replicas read of the serving section: the engine's flags, environment and resources."""
 
     port: int
+    tensor_parallel_size: int
     data_parallel_size: int
+    expert_parallel: bool
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -390,11 +394,15 @@ class EngineProfile:
     memory: str
 
 
-def engine_profile(serving: ServingProfile, max_num_seqs: int) -> EngineProfile:
-    """The engine's profile; ``max_num_seqs`` is the stack's, from the memory budget when serving leaves it unset."""
+def engine_profile(serving: ServingProfile, model: ModelFacts, max_num_seqs: int) -> EngineProfile:
+    """The engine's flags for ``model``: its parallel shape, only the flags its architecture takes (stacks/engine.py),
+    and ``max_num_seqs``, the stack's, from the memory budget when serving leaves it unset."""
+    shape = engine_shape(model, serving)
     return EngineProfile(
         port=serving.port,
-        data_parallel_size=serving.data_parallel_size,
+        tensor_parallel_size=shape.tensor_parallel_size,
+        data_parallel_size=shape.data_parallel_size,
+        expert_parallel=shape.expert_parallel,
         max_model_len=serving.max_model_len,
         max_num_batched_tokens=serving.max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
@@ -404,9 +412,9 @@ def engine_profile(serving: ServingProfile, max_num_seqs: int) -> EngineProfile:
         enable_chunked_prefill=serving.enable_chunked_prefill,
         attention_backend=serving.attention_backend,
         optimization_level=serving.optimization_level,
-        mtp_tokens=serving.mtp_tokens,
-        mamba_cache_mode=serving.mamba_cache_mode if serving.facts.takes("--mamba-cache-mode") else None,
-        mamba_block_size=serving.mamba_block_size,
+        mtp_tokens=shape.mtp_tokens,
+        mamba_cache_mode=shape.mamba_cache_mode if serving.facts.takes("--mamba-cache-mode") else None,
+        mamba_block_size=shape.mamba_block_size,
         extra_args=serving.extra_args,
         env=dict(serving.env),
         cold_start_minutes=serving.cold_start_minutes,
@@ -676,6 +684,7 @@ def costing(settings: StackSettings) -> Costing:
             cache.price_per_gib_month,
             cache.price_per_mibps_month,
             cache.snapshot_price_per_gib_month,
+            loaded_bytes(settings.model.facts, settings.serving),
         )
         if cache.enabled
         else None,
@@ -732,7 +741,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             disk.download_method,
             disk.download_machine_family,
             disk.download_retries,
-            disk.download_deadline_minutes,
+            download_deadline_minutes(settings.model.facts, disk),
             pulled_from(disk.download_image, settings),
             protect=settings.production,
         )
@@ -778,7 +787,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=engine_profile(settings.serving, settings.max_num_seqs),
+        profile=engine_profile(settings.serving, settings.model.facts, settings.max_num_seqs),
         model_id=settings.model.id,
         served_name=settings.model.public_name,
         scheduling=placement,
@@ -851,7 +860,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             vllm_version=settings.serving.release,
             serving={
                 "nodes": settings.nodes,
-                "gpus": settings.nodes * settings.serving.data_parallel_size,
+                "gpus": settings.nodes * settings.serving.data_parallel_size * settings.serving.tensor_parallel_size,
                 "capacity": settings.capacity.mode,
                 "routing": settings.routing,
                 "model": f"{settings.model.id}@{settings.model.revision}",

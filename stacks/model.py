@@ -1,13 +1,20 @@
-"""The model section: the Hugging Face model served."""
+"""The model section: the Hugging Face model served, and where its config.json comes from."""
 
 from __future__ import annotations
 
+import os
 import re
+from functools import cache
+from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
+from facts.models import ModelConfigError, ModelFacts, catalogue, catalogue_folder, facts_in, hf_cache_snapshot
 from stacks.problems import ConfigProblem
 from stacks.section import Section
+
+# A relative llm:model.config is read from the project's root, where Pulumi.yaml is.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ModelSettings(Section):
@@ -17,6 +24,8 @@ class ModelSettings(Section):
     """Branch, tag or commit. A branch follows the repo: pin a commit for a reproducible cache."""
     served_name: str | None = None
     """Public model name clients send; default: the model id."""
+    config: str | None = None
+    """The model's config.json, relative to the project root; default: the catalogue's, else the Hugging Face cache's."""
 
     @field_validator("id")
     @classmethod
@@ -32,6 +41,46 @@ class ModelSettings(Section):
             raise ConfigProblem((), value, "is not a revision; name a branch, tag or commit such as main")
         return value
 
+    @model_validator(mode="after")
+    def _facts(self) -> ModelSettings:
+        model_facts(self.id, self.config)
+        return self
+
     @property
     def public_name(self) -> str:
         return self.served_name or self.id
+
+    @property
+    def facts(self) -> ModelFacts:
+        """What the model is (facts/models.py): its layers, weights, state and task."""
+        return model_facts(self.id, self.config)
+
+
+@cache
+def model_facts(model_id: str, config: str | None) -> ModelFacts:
+    """The facts of ``model_id`` from ``config``, else the catalogue, else the Hugging Face cache.
+
+    Raised problems name ``config`` relative to the section.
+    """
+    if config is not None:
+        path = PROJECT_ROOT / config
+        if path.name != "config.json" or not path.is_file():
+            raise ConfigProblem(("config",), config, "is not a config.json file (a path relative to the project root)")
+        folder = path.parent
+    elif (catalogue_folder(model_id) / "config.json").exists():
+        folder = catalogue_folder(model_id)
+    else:
+        snapshot = hf_cache_snapshot(model_id, os.environ)
+        if snapshot is None:
+            raise ConfigProblem(
+                ("config",),
+                None,
+                f"is required for {model_id}: the catalogue ({', '.join(catalogue())}) and the Hugging Face cache have no "
+                f"config.json of it; download it (huggingface-cli download {model_id} config.json) and set its path, "
+                "relative to the project root",
+            )
+        folder = snapshot
+    try:
+        return facts_in(folder, model_id)
+    except ModelConfigError as exc:
+        raise ConfigProblem(("config",), config, f"cannot be read as {model_id}'s facts: {exc}") from None

@@ -32,6 +32,7 @@ from stacks.cache import CacheSettings
 from stacks.capacity import CapacitySettings
 from stacks.cluster import ClusterSettings
 from stacks.drain import DrainSettings
+from stacks.engine import check_engine
 from stacks.gateway import GatewaySettings
 from stacks.model import ModelSettings
 from stacks.network import NetworkSettings
@@ -256,6 +257,7 @@ class StackSettings(Section):
             raise ConfigProblem(
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
+        check_engine(self.model.facts, self.serving, self.cache)
         self._capacity_holds_the_replicas()
         self._drain_fits_spot()
         self._runner_fits_general_purpose()

@@ -14,6 +14,9 @@ from stacks.model import ModelSettings
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 CACHE_TYPES = (
     "kubernetes:storage.k8s.io/v1:StorageClass",
     "kubernetes:core/v1:PersistentVolumeClaim",
@@ -75,8 +78,20 @@ def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it
     job = download_job(rendered("dev"))
     spec = job.inputs["spec"]
     assert spec["backoffLimit"] == 3
-    assert spec["activeDeadlineSeconds"] == 3600
-    assert job.custom_timeouts["create"] == "70m"
+    # The 27B's checkpoint (28.8 GiB with its MTP layers) at 8 MiB/s: 62 minutes.
+    assert spec["activeDeadlineSeconds"] == 62 * 60
+    assert job.custom_timeouts["create"] == "72m"
+
+
+def test_the_download_deadline_follows_the_models_weights_unless_set() -> None:
+    # The 397B in FP8 (378.3 GiB) at 8 MiB/s: 807 minutes; a small model keeps the hour.
+    big = download_job(
+        render_with("dev", model={"id": "Qwen/Qwen3.5-397B-A17B-FP8"}, serving={"tensorParallelSize": 8}, cache={"sizeGi": 400})
+    )
+    assert big.inputs["spec"]["activeDeadlineSeconds"] == 807 * 60
+    small = download_job(render_with("dev", model={"id": "Qwen/Qwen3-Embedding-8B"}))
+    assert small.inputs["spec"]["activeDeadlineSeconds"] == 60 * 60
+    assert download_job(render_with("dev", cache={"downloadDeadlineMinutes": 30})).inputs["spec"]["activeDeadlineSeconds"] == 30 * 60
 
 
 def test_the_download_job_runs_on_an_arm_cpu_node_in_the_cache_zone() -> None:
@@ -122,11 +137,11 @@ def test_cache_names_follow_the_model_revision_and_the_disk() -> None:
     base, disk = ModelSettings(), CacheSettings()
     assert cache_id(base, disk) == cache_id(ModelSettings(), CacheSettings())
     assert cache_id(base, disk) != cache_id(ModelSettings(revision="0123abc"), disk)
-    assert cache_id(base, disk) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B"), disk)
+    assert cache_id(base, disk) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B", config=OWN_CONFIG), disk)
     assert cache_id(base, disk) != cache_id(base, CacheSettings(size_gi=200))
     assert cache_id(base, disk) != cache_id(base, CacheSettings(throughput_mibps=4800))
     assert cache_id(base, disk) == cache_id(base, CacheSettings(download_retries=5))
-    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90), disk)}-writer") <= 63
+    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90, config=OWN_CONFIG), disk)}-writer") <= 63
 
 
 def test_changing_the_model_rebuilds_the_cache() -> None:

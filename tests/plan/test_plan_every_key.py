@@ -13,8 +13,12 @@ from typing import Any
 
 import pytest
 
+from facts.models import catalogue_folder, facts_in
 from plan.stack import BatchWindow, StackPlan, plan_stack
 from stacks.settings import StackSettings
+
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
 
 PROJECT = "other-project-7"
 MIRROR = f"us-central1-docker.pkg.dev/{PROJECT}"
@@ -44,7 +48,7 @@ FULL: dict[str, Any] = {
         "authorizedNetworks": ["203.0.113.0/24"],
     },
     "capacity": {"mode": "reservation", "reservation": {"name": "a4-held", "project": "shared-capacity"}, "pricePerNodeHour": 50.0},
-    "model": {"id": "Qwen/Qwen3.5-27B", "revision": "abc123", "servedName": "chat"},
+    "model": {"id": "Qwen/Qwen3.5-27B", "revision": "abc123", "servedName": "chat", "config": OWN_CONFIG},
     "serving": {
         "image": "vllm/vllm-openai:v0.26.0",
         "port": 9000,
@@ -318,7 +322,7 @@ def test_the_costing_has_no_minimum_without_autoscaling_no_cache_when_off_and_no
         ({}, None),
         # What the estimates do not depend on keeps the reference.
         ({"serving": {"port": 9000, "coldStartMinutes": 40, "cpu": "150", "memory": "1500Gi"}}, None),
-        ({"model": {"id": "Qwen/Qwen3.5-27B"}}, "model Qwen/Qwen3.5-27B was not measured"),
+        ({"model": {"id": "Qwen/Qwen3.5-27B", "config": OWN_CONFIG}}, "model Qwen/Qwen3.5-27B was not measured"),
         ({"workload": {"outputTokens": 256}}, "workload differs from the reference (input 1024, output 512, range 0.5)"),
         ({"serving": {"maxNumSeqs": 512}}, "serving profile differs from the reference flags"),
     ],
@@ -330,8 +334,9 @@ def test_the_estimates_say_why_no_reference_figure_applies(values: dict[str, Any
 def test_the_expected_cold_start_reads_the_cache_the_stack_keeps(full: StackPlan) -> None:
     cold = full.estimate.cold_start
     assert cold is not None and cold.replicas == 6
-    # ~29 GB of weights read by 6 nodes sharing 1,200 MiB/s.
-    assert math.isclose(cold.weights.seconds or 0, 29e9 / (1200 / 6 * 2**20))
+    # The 27B's weights and MTP drafter (the config the stack names) read by 6 nodes sharing 1,200 MiB/s.
+    model = facts_in(catalogue_folder("Qwen/Qwen3.5-27B-FP8"), "Qwen/Qwen3.5-27B-FP8")
+    assert math.isclose(cold.weights.seconds or 0, (model.weight_bytes + model.mtp_weight_bytes) / (1200 / 6 * 2**20))
     assert cold.price_per_node_hour == 50.0
 
 
