@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from stacks.loading import API_KEY_KEY, HF_TOKEN_KEY
-from stacks.settings import StackSettings
+from stacks.settings import StackSettings, sections_in
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
@@ -92,8 +92,7 @@ def rows(model: type[BaseModel] = StackSettings, prefix: str = "llm:") -> list[s
         key = f"{prefix}{field.alias}"
         description = docstrings.get(name, "").replace("\n", " ")
         lines.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {description} |")
-        nested = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
-        for section in nested:
+        for section in sections_in(field.annotation):
             lines.extend(rows(section, f"{key}."))
     return lines
 

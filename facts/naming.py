@@ -46,9 +46,24 @@ def stack_labels(stack: str, own: Mapping[str, str]) -> dict[str, str]:
     return {APP_LABEL: "llm-serving", MANAGED_BY_LABEL: "pulumi", STACK_LABEL: value, **own}
 
 
-def selector_labels(stack: str) -> dict[str, str]:
-    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these."""
-    return {NAME_LABEL: REPLICAS, INSTANCE_LABEL: stack}
+def selector_labels(stack: str, replicas: str = REPLICAS) -> dict[str, str]:
+    """The labels that pick the replica pods: the Deployment, Service, PodMonitoring and InferencePool all use these.
+
+    ``replicas`` is the replica set's name: ``vllm`` for a one-model stack, the model's short name with several."""
+    return {NAME_LABEL: replicas, INSTANCE_LABEL: stack}
+
+
+# A model's short name names its Deployment, Service and more: a DNS-1035 label, with room for "-replicas".
+MODEL_NAME_LENGTH = 40
+
+
+def model_short_name(model_id: str) -> str:
+    """The replica set's name of a model in a stack of several: its Hugging Face name in lowercase,
+    other characters as '-', e.g. Qwen/Qwen3-Embedding-8B -> qwen3-embedding-8b."""
+    name = re.sub(r"[^a-z0-9]+", "-", model_id.split("/")[-1].lower()).strip("-")
+    # A Service name starts with a letter (DNS-1035).
+    name = name if name[:1].isalpha() else f"m-{name}"
+    return name[:MODEL_NAME_LENGTH].rstrip("-")
 
 
 @dataclass(frozen=True)

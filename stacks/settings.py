@@ -13,7 +13,7 @@ import math
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 # Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
 from facts.batch_sizing import runner_workers
@@ -22,7 +22,7 @@ from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
 from facts.kubernetes import quantity
 from facts.models import ModelFacts, catalogued
-from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS
+from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS, model_short_name
 from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
 from stacks import memory
 from stacks.autoscaling import AutoscalingSettings
@@ -35,6 +35,7 @@ from stacks.drain import DrainSettings
 from stacks.engine import check_engine
 from stacks.gateway import GatewaySettings
 from stacks.model import ModelSettings
+from stacks.models import PER_MODEL_TOP_LEVEL, ModelEntry, ModelScaling, ModelServing
 from stacks.network import NetworkSettings
 from stacks.observability import ObservabilitySettings
 from stacks.problems import ConfigProblem, show_value
@@ -82,6 +83,8 @@ class StackSettings(Section):
     """Where A4 nodes come from."""
     model: ModelSettings = ModelSettings()
     """The model served."""
+    models: list[ModelEntry] | None = None
+    """Several models on one cluster, each with its own replicas, in place of model and nodes (docs/architecture.md)."""
     workload: WorkloadSettings = WorkloadSettings()
     """The request shape the serving profile and estimates are for."""
     serving: ServingProfile = ServingProfile()
@@ -104,6 +107,9 @@ class StackSettings(Section):
     """How a replica stops (scale-down, rollout, preemption). On Spot both are cut to fit its 25 s."""
     batch: BatchSettings = BatchSettings()
     """Batches from a Cloud Storage bucket that wake the stack from zero (opt-in)."""
+
+    # Each model of `models` as the one-model stack it is, checked as one; empty in the one-model form.
+    _each: tuple[StackSettings, ...] = PrivateAttr(default=())
 
     @field_validator("project")
     @classmethod
@@ -174,6 +180,9 @@ class StackSettings(Section):
 
     def warnings(self, namespace: str) -> list[str]:
         """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
+        if self._each:
+            # Each model's own; the shared ones (the zone) once.
+            return list(dict.fromkeys(warning for one in self._each for warning in one.warnings(namespace)))
         facts = self.model_facts
         found = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, facts) if facts else []
         known = a4_zones()
@@ -188,8 +197,17 @@ class StackSettings(Section):
             "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones",
         ]
 
+    def each_model(self) -> tuple[StackSettings, ...]:
+        """Every model as the one-model stack it is: the stack itself, or one per entry of ``models``."""
+        return self._each or (self,)
+
     @model_validator(mode="after")
     def _cross_field(self) -> StackSettings:
+        if self.models is not None:
+            # Each model is checked as a one-model stack (every rule below), then with the others.
+            self._each = self._models_alone()
+            self._models_together()
+            return self
         if not self.zone.startswith(self.region + "-"):
             raise ConfigProblem(("zone",), self.zone, f"is not in region {self.region}; use a zone such as {self.region}-b")
         longest = self.workload.longest_request
@@ -268,6 +286,95 @@ class StackSettings(Section):
             )
         return self
 
+    def _models_alone(self) -> tuple[StackSettings, ...]:
+        models = self.models or []
+        if not models:
+            raise ConfigProblem(("models",), [], "lists no model; list at least one, or use model for a one-model stack")
+        for key in PER_MODEL_TOP_LEVEL:
+            if key in self.model_fields_set:
+                raise ConfigProblem((key,), None, "is set beside models, where each model sets its own; move it into each entry of models")
+        return tuple(self._one_model(index, entry) for index, entry in enumerate(models))
+
+    def _one_model(self, index: int, entry: ModelEntry) -> StackSettings:
+        """``entry`` as a one-model stack: the shared top-level sections, the entry's model, nodes and overrides."""
+        shared = self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"models"})
+        own = ("nodes", "serving", "autoscaling", "batch")
+        serving = shared.get("serving", {})
+        if "tensor_parallel_size" in entry.serving.model_fields_set:
+            # The model's shape is its own: its data parallelism fills the node unless it sets that too.
+            serving = {key: value for key, value in serving.items() if key != "dataParallelSize"}
+        values = {
+            **shared,
+            "model": entry.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=set(own)),
+            "nodes": entry.nodes,
+            "serving": {**serving, **entry.serving.model_dump(mode="json", by_alias=True, exclude_none=True)},
+            "autoscaling": {
+                **shared.get("autoscaling", {}),
+                **entry.autoscaling.model_dump(mode="json", by_alias=True, exclude_none=True),
+            },
+        }
+        if not entry.batch:
+            values["batch"] = {**shared.get("batch", {}), "enabled": False}
+        try:
+            return StackSettings.model_validate(values)
+        except ValidationError as error:
+            first = error.errors(include_url=False)[0]
+            cause = (first.get("ctx") or {}).get("error")
+            loc = tuple(first["loc"])
+            if isinstance(cause, ConfigProblem):
+                path, value, reason = loc + cause.path, cause.value, cause.reason
+            else:
+                path, value, reason = loc, first["input"], first["msg"].removeprefix("Value error, ")
+            own_path = _in_entry(index, entry, path)
+            if own_path is None:
+                raise ConfigProblem(path, value, f"{reason} (for models[{index}], {entry.id})") from None
+            if own_path[-1] != path[-1]:
+                # Named by the size the model set, shown with that size.
+                value = entry.serving.model_dump(by_alias=True)[str(own_path[-1])]
+            raise ConfigProblem(own_path, value, reason) from None
+
+    def _models_together(self) -> None:
+        models, each = self.models or [], self._each
+        for key, value in (("routing", self.routing), ("autoscaling", self.autoscaling.enabled), ("benchmark", self.benchmark.enabled)):
+            if value not in ("clusterip", False):
+                path = ("routing",) if key == "routing" else (key, "enabled")
+                raise ConfigProblem(path, value, f"is not yet done for several models (models); {_NOT_YET[key]}")
+        seen: dict[str, int] = {}
+        served: dict[str, int] = {}
+        for index, (entry, one) in enumerate(zip(models, each, strict=True)):
+            name = model_short_name(entry.id)
+            if name in seen:
+                raise ConfigProblem(
+                    ("models", index, "id"),
+                    entry.id,
+                    f"gives the replica set name {name!r}, as models[{seen[name]}] ({models[seen[name]].id}) does; serve each model once",
+                )
+            seen[name] = index
+            public = one.model.public_name
+            if public in served:
+                raise ConfigProblem(
+                    ("models", index, "servedName"),
+                    public,
+                    f"is the name models[{served[public]}] is served as; clients pick a model by it: give each model its own",
+                )
+            served[public] = index
+        self._capacity_holds_every_model(each)
+
+    def _capacity_holds_every_model(self, each: tuple[StackSettings, ...]) -> None:
+        """A created reservation is the only capacity of mode reservation: it must hold every model's replicas at once."""
+        reservation = self.capacity.reservation
+        if self.capacity.mode != "reservation" or reservation is None or reservation.create is None:
+            return
+        needs = [one.max_replicas + (one.surge_replicas if one.max_replicas else 0) for one in each]
+        if reservation.create.nodes < sum(needs):
+            shown = ", ".join(f"models[{index}] {need}" for index, need in enumerate(needs))
+            raise ConfigProblem(
+                ("capacity", "reservation", "create", "nodes"),
+                reservation.create.nodes,
+                f"cannot hold every model's replicas at once ({shown}, each with its rollout's surge replica); "
+                f"reserve at least {sum(needs)} nodes",
+            )
+
     def _drain_fits_spot(self) -> None:
         """A pod that may run on Spot gets 25 s: the pause, vLLM's drain and its teardown must fit."""
         if "spot" not in self.capacity.steps:
@@ -336,6 +443,35 @@ class StackSettings(Section):
             )
 
 
+# What several models lack so far, and what to do meanwhile.
+_NOT_YET = {
+    "routing": "each model needs its own InferencePool and endpoint picker and a route by model name; use clusterip",
+    "autoscaling": "each model needs its own scaler and bounds; turn it off and set each model's nodes",
+    "benchmark": "the benchmark Job measures one model; turn it off, or benchmark each model in a one-model stack",
+}
+
+
+def _in_entry(index: int, entry: ModelEntry, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """Where in ``models[index]`` a problem of the one-model stack it became was set, or None for a shared key."""
+    head, rest = (path[0], path[1:]) if path else (None, ())
+    if head == "model":
+        return ("models", index, *rest)
+    if head == "nodes":
+        return ("models", index, "nodes")
+    sections: dict[str, ModelServing | ModelScaling] = {"serving": entry.serving, "autoscaling": entry.autoscaling}
+    if isinstance(head, str) and head in sections and rest:
+        section = sections[head]
+        aliases = {str(field.alias): name for name, field in type(section).model_fields.items()}
+        # The parallel shape is one choice: a problem with either size is the model's when it sets one.
+        shape = {"tensor_parallel_size", "data_parallel_size"}
+        key = aliases.get(str(rest[0]))
+        if key in section.model_fields_set:
+            return ("models", index, head, *rest)
+        if key in shape and (chosen := sorted(shape & section.model_fields_set)):
+            return ("models", index, head, str(type(section).model_fields[chosen[-1]].alias))
+    return None
+
+
 def known_keys() -> dict[tuple[str | int, ...], list[str]]:
     """The keys each section accepts, by the section's path, for spelling hints."""
     table: dict[tuple[str | int, ...], list[str]] = {}
@@ -343,10 +479,15 @@ def known_keys() -> dict[tuple[str | int, ...], list[str]]:
     def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
         table[path] = [str(f.alias) for f in model.model_fields.values()]
         for field in model.model_fields.values():
-            annotation = field.annotation
-            for candidate in getattr(annotation, "__args__", (annotation,)):
-                if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-                    walk(candidate, (*path, str(field.alias)))
+            for candidate in sections_in(field.annotation):
+                walk(candidate, (*path, str(field.alias)))
 
     walk(StackSettings, ())
     return table
+
+
+def sections_in(annotation: object) -> list[type[BaseModel]]:
+    """The sections an annotation holds: itself, or those within an optional or a list of them."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [found for inner in getattr(annotation, "__args__", ()) for found in sections_in(inner)]
