@@ -25,7 +25,7 @@ from components.options import child_options, keeping_account_id
 from components.programs import Program, program
 from components.workload_identity import kubernetes_service_account, let_act_as
 from facts.kubernetes import quantity
-from facts.naming import NAME_LABEL
+from facts.naming import NAME_LABEL, PYTHON_REPOSITORY
 from plan.stack import BatchSpec
 from workloads.batch import layout
 
@@ -69,12 +69,11 @@ def code_volumes(code: Program) -> tuple[list[dict[str, Any]], list[dict[str, An
 # PyPI, mirrored like the images (components/registry.py): the runner's pinned packages come from here, not the internet.
 # Reads its packages (Artifact Registry's reader role, as the nodes have on the image mirrors).
 PACKAGE_READER = "roles/artifactregistry.reader"
-PYTHON_REPOSITORY = "pypi"
 
 
-def python_repository_args(*, project: str, region: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
+def python_repository_args(*, project: str, region: str, repository: str, labels: dict[str, str]) -> gcp.artifactregistry.RepositoryArgs:
     return gcp.artifactregistry.RepositoryArgs(
-        repository_id=PYTHON_REPOSITORY,
+        repository_id=repository,
         project=project,
         location=region,
         format="PYTHON",
@@ -87,9 +86,9 @@ def python_repository_args(*, project: str, region: str, labels: dict[str, str])
     )
 
 
-def python_index(*, project: str, region: str) -> str:
+def python_index(*, project: str, region: str, repository: str) -> str:
     """The repository's simple index, as pip reads it (Artifact Registry's Python endpoint)."""
-    return f"https://{region}-python.pkg.dev/{project}/{PYTHON_REPOSITORY}/simple/"
+    return f"https://{region}-python.pkg.dev/{project}/{repository}/simple/"
 
 
 def bucket_lifecycle_rules(spec: BatchSpec) -> list[gcp.storage.BucketLifecycleRuleArgs]:
@@ -203,7 +202,7 @@ def runner_deployment(spec: BatchSpec, code: Program, api_key: SecretRef | None)
     install = {
         "name": "install-dependencies",
         "image": spec.image,
-        "command": install_command(python_index(project=spec.project, region=spec.region)),
+        "command": install_command(python_index(project=spec.project, region=spec.region, repository=spec.python_repository)),
         "resources": resources,
         "volumeMounts": [{**mount, "readOnly": mount["name"] == code.name} for mount in mounts],
         "securityContext": {"allowPrivilegeEscalation": False},
@@ -349,7 +348,9 @@ class Batch(pulumi.ComponentResource):
             "batch-keda-reads", bucket=self.bucket.name, role=OBJECT_VIEWER, member=keda_identity, opts=on_gcp
         )
         packages = gcp.artifactregistry.Repository(
-            PYTHON_REPOSITORY, python_repository_args(project=spec.project, region=spec.region, labels=spec.labels), opts=on_gcp
+            PYTHON_REPOSITORY,
+            python_repository_args(project=spec.project, region=spec.region, repository=spec.python_repository, labels=spec.labels),
+            opts=on_gcp,
         )
         runner_grants = [
             gcp.artifactregistry.RepositoryIamMember(

@@ -14,7 +14,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.options import child_options
-from plan.stack import UPSTREAMS, RegistrySpec
+from facts.naming import UPSTREAMS
+from plan.stack import RegistrySpec
 
 READER = "roles/artifactregistry.reader"
 
@@ -30,7 +31,7 @@ def upstream(host: str) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfig
 
 def repository_args(host: str, spec: RegistrySpec) -> gcp.artifactregistry.RepositoryArgs:
     return gcp.artifactregistry.RepositoryArgs(
-        repository_id=UPSTREAMS[host],
+        repository_id=spec.repositories[host],
         project=spec.project,
         location=spec.region,
         format="DOCKER",
@@ -56,10 +57,11 @@ class ImageRegistry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm:platform:ImageRegistry", name, None, opts)
         child = child_options(self, opts)
-        for host, repository_id in UPSTREAMS.items():
-            repository = gcp.artifactregistry.Repository(repository_id, repository_args(host, spec), opts=child)
+        # Registered under the upstream's plain id whatever the prefix: the name in the stack, not in the project.
+        for host, name in UPSTREAMS.items():
+            repository = gcp.artifactregistry.Repository(name, repository_args(host, spec), opts=child)
             gcp.artifactregistry.RepositoryIamMember(
-                f"{repository_id}-nodes-read",
+                f"{name}-nodes-read",
                 project=spec.project,
                 location=spec.region,
                 repository=repository.name,
@@ -67,4 +69,4 @@ class ImageRegistry(pulumi.ComponentResource):
                 member=reader,
                 opts=child,
             )
-        self.register_outputs({"repositories": list(UPSTREAMS.values())})
+        self.register_outputs({"repositories": list(spec.repositories.values())})

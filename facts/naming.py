@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from facts.gcp import bucket_name_problem
+from facts.images import DOCKER_HUB
 
 # The Deployment, Service and PodMonitoring of the replicas, and the container of each pod.
 REPLICAS = "vllm"
@@ -35,6 +36,10 @@ BUCKET_NAME_LENGTH = 63
 COMPUTE_NAME_LENGTH = 63
 SUBNET_SUFFIX, ROUTER_SUFFIX, NAT_SUFFIX = "-nodes", "-router", "-nat"
 NETWORK_NAME_LENGTH = COMPUTE_NAME_LENGTH - max(len(suffix) for suffix in (SUBNET_SUFFIX, ROUTER_SUFFIX, NAT_SUFFIX))
+# Artifact Registry remote repositories, unique per project and region: one per upstream the nodes pull images from,
+# by host, and one of PyPI for the batch runner. `registry.repositoryPrefix` goes before each (repository_id).
+UPSTREAMS = {DOCKER_HUB: "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+PYTHON_REPOSITORY = "pypi"
 # IAM service account ids: 6 to 30 of [a-z]([-a-z0-9]*[a-z0-9]), unique within the project (docs/config-rules.md).
 ACCOUNT_ID_LENGTH = 30
 
@@ -99,6 +104,11 @@ def account_id(name: str) -> str:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{name[: ACCOUNT_ID_LENGTH - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+def repository_id(prefix: str, repository: str) -> str:
+    """``repository`` as the stack names it: alone, or after the stack's prefix."""
+    return f"{prefix}-{repository}" if prefix else repository
 
 
 def compile_cache_bucket(project: str, cluster: str) -> str:

@@ -20,12 +20,15 @@ from facts.engine_memory import MemoryBudget
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
 from facts.models import ModelFacts
 from facts.naming import (
+    PYTHON_REPOSITORY,
     REPLICAS,
+    UPSTREAMS,
     CacheNames,
     account_id,
     batch_bucket_name,
     cache_names,
     compile_cache_bucket,
+    repository_id,
     selector_labels,
     stack_labels,
 )
@@ -132,6 +135,8 @@ class RegistrySpec:
     project: str
     region: str
     labels: dict[str, str]
+    # The remote repository of each upstream, by host (repository_ids).
+    repositories: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -140,15 +145,16 @@ class CredentialsSpec:
     labels: dict[str, str]
 
 
-# The upstream registries the stack mirrors, by host, and the remote repository of each.
-UPSTREAMS = {images.DOCKER_HUB: "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+def repository_ids(settings: StackSettings) -> dict[str, str]:
+    """The stack's remote repository of each upstream registry, by host: its own when it sets a prefix."""
+    return {host: repository_id(settings.registry.repository_prefix, repository) for host, repository in UPSTREAMS.items()}
 
 
 def registry_prefix(settings: StackSettings, host: str = images.DOCKER_HUB) -> str | None:
     """Where the stack's Artifact Registry remote repository serves ``host``'s images, if it has one."""
     if not settings.registry.enabled:
         return None
-    return f"{settings.region}-docker.pkg.dev/{settings.project}/{UPSTREAMS[host]}"
+    return f"{settings.region}-docker.pkg.dev/{settings.project}/{repository_ids(settings)[host]}"
 
 
 def pulled_from(image: str, settings: StackSettings) -> str:
@@ -555,6 +561,8 @@ class BatchSpec:
     namespace: str
     labels: dict[str, str]
     bucket: str
+    # The remote repository of PyPI the runner installs its packages from.
+    python_repository: str
     # Days a finished input stays before the bucket's lifecycle rule deletes it.
     finished_retention_days: int
     # One worker's CPU and memory; a pod runs `workers` of them.
@@ -830,6 +838,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             namespace=namespace,
             labels=labels,
             bucket=bucket,
+            python_repository=repository_id(settings.registry.repository_prefix, PYTHON_REPOSITORY),
             finished_retention_days=settings.batch.finished_retention_days,
             runner_cpu=settings.batch.runner_cpu,
             runner_memory=settings.batch.runner_memory,
@@ -873,7 +882,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         engine_memory=settings.memory_budget,
         costing=costs,
         apis=ApisSpec(settings.project),
-        registry=RegistrySpec(settings.project, settings.region, labels) if settings.registry.enabled else None,
+        registry=RegistrySpec(settings.project, settings.region, labels, repository_ids(settings)) if settings.registry.enabled else None,
         credentials=CredentialsSpec(namespace, labels),
         network=NetworkSpec(
             settings.project,

@@ -24,6 +24,7 @@ with Progress.on_terminal().step("loading the render's checks"):
     from render.engine import PROJECT_ROOT, Render, render_stack
     from render.files import PLAN_FILE, changed_files, diff, flatten, short, write
     from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
+    from render.neighbours import check_neighbours
     from render.promql import PromQLError, check_monitoring
     from render.provider_rules import ProviderConstraintError, check_provider
     from render.refresh import RefreshError, check_refresh, refresh_text
@@ -151,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     folder = options.out or BUILD / options.stack
     progress = Progress.on_terminal()
     render = _render_to(options.stack, folder, progress)
+    with progress.step("comparing the names it creates with the other stacks of its project"):
+        # After the render, which reports the stack's own settings' problems first.
+        neighbours = check_neighbours(options.stack)
     print((folder / PLAN_FILE).read_text(), end="")  # as written: the plan runs the scaling simulations
-    report = check_render(render, progress)
+    report = [*check_render(render, progress), neighbours]
     (folder / LIFECYCLE_FILE).write_text(lifecycle_text(render) + refresh_text(render))
     print("".join(report), end="")
     print(f"written to {folder}")

@@ -124,6 +124,8 @@ def _cluster(inputs: dict[str, Any]) -> dict[str, Any]:
 _COMPUTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gcp:container/cluster:Cluster": _cluster,
     "gcp:serviceaccount/account:Account": _service_account,
+    # google-beta's `name` of a repository is its last part, the id ("for example: repo1"), not the Pulumi name.
+    "gcp:artifactregistry/repository:Repository": lambda inputs: {"name": inputs.get("repositoryId")},
     "kubernetes:gateway.networking.k8s.io/v1:Gateway": lambda _: {"status": {"addresses": [{"type": "IPAddress", "value": "192.0.2.20"}]}},
 }
 

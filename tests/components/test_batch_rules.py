@@ -126,7 +126,7 @@ def test_a_pod_is_sized_for_its_workers(cpu: str, memory: str, workers: int, exp
 
 
 def test_pip_installs_the_pinned_requirements_from_the_stacks_mirror_with_a_metadata_token() -> None:
-    index = python_index(project="example-project", region="us-central1")
+    index = python_index(project="example-project", region="us-central1", repository="pypi")
     assert index == "https://us-central1-python.pkg.dev/example-project/pypi/simple/"
     shell, flag, script = install_command(index)
     assert (shell, flag) == ("sh", "-c")

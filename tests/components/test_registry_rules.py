@@ -10,7 +10,8 @@ from plan.stack import RegistrySpec
 from tests.components.alone import component_outputs, registered
 
 LABELS = {"team": "ml", "stack": "prod"}
-SPEC = RegistrySpec(project="example-project", region="europe-west4", labels=LABELS)
+REPOSITORIES = {"docker.io": "docker-hub", "registry.k8s.io": "registry-k8s-io", "ghcr.io": "ghcr-io"}
+SPEC = RegistrySpec(project="example-project", region="europe-west4", labels=LABELS, repositories=REPOSITORIES)
 NODES = "serviceAccount:llm-prod-nodes@example-project.iam.gserviceaccount.com"
 
 
@@ -76,3 +77,18 @@ def test_every_repository_and_grant_belongs_to_the_registry_and_waits_for_its_ap
 
 def test_the_registry_records_its_repositories() -> None:
     assert component_outputs(program) == {"registry": {"repositories": ["docker-hub", "registry-k8s-io", "ghcr-io"]}}
+
+
+def test_a_prefix_gives_the_project_other_repository_ids_and_keeps_the_names_in_the_stack() -> None:
+    prefixed = {host: f"rag-{repository}" for host, repository in REPOSITORIES.items()}
+
+    def second() -> None:
+        ImageRegistry("registry", RegistrySpec("example-project", "europe-west4", LABELS, prefixed), reader=NODES)
+
+    render = registered(second)
+    repositories = {r.name: r.inputs["repositoryId"] for r in render.by_type("gcp:artifactregistry/repository:Repository")}
+    # Same names in the stack, so a stack that sets a prefix replaces its repositories and nothing else.
+    assert repositories == {repository: f"rag-{repository}" for repository in REPOSITORIES.values()}
+    grants = render.by_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+    assert sorted(grant.inputs["repository"] for grant in grants) == sorted(prefixed.values())
+    assert component_outputs(second) == {"registry": {"repositories": list(prefixed.values())}}

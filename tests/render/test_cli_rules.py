@@ -143,11 +143,39 @@ def test_the_render_shows_its_steps_on_a_terminal(checks: list[str], monkeypatch
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     assert main(["dev", "--out", str(tmp_path / "out")]) == 0
     steps = [part.removesuffix(" ...") for part in stream.getvalue().split("\r\x1b[K") if part]
-    assert steps[:2] == [
+    assert steps[:3] == [
         "running the program of dev under the mock engine (loads the provider SDKs)",
         f"rendering the charts and writing {tmp_path / 'out'}",
+        "comparing the names it creates with the other stacks of its project",
     ]
-    assert steps[2] == "validating every object against the Kubernetes schema and the vendored CRDs"
+    assert steps[3] == "validating every object against the Kubernetes schema and the vendored CRDs"
+
+
+def test_the_render_compares_the_stack_with_its_neighbours_and_reports_it_last(
+    checks: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compared: list[str] = []
+
+    def neighbours(stack: str) -> str:
+        compared.append(stack)
+        return "neighbours: NONE\n"
+
+    monkeypatch.setattr(render.cli, "check_neighbours", neighbours)
+    assert main(["dev", "--out", str(tmp_path)]) == 0
+    assert compared == ["dev"]
+    assert capsys.readouterr().out.endswith(f"dashboard reads as the Dashboards API type\nneighbours: NONE\nwritten to {tmp_path}\n")
+
+
+def test_a_stack_sharing_a_name_with_another_of_its_project_is_refused_with_exit_code_2(
+    checks: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def neighbours(stack: str) -> str:
+        raise StackConfigError([f"stacks {stack} and mine both create VPC network llm-serving"])
+
+    monkeypatch.setattr(render.cli, "check_neighbours", neighbours)
+    assert run(["dev", "--out", str(tmp_path)]) == 2
+    assert "error: stack configuration has 1 problem:\n  - stacks dev and mine both create VPC network" in capsys.readouterr().err
+    assert checks == []  # refused before the checks run
 
 
 def test_the_default_folder_is_build_and_the_stack(checks: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
