@@ -38,7 +38,7 @@ apis = ProjectApis(
             Network,
             Cluster,
             Capacity,
-            *([ModelCache] if specs.cache else []),
+            *([ModelCache] if any(model.cache for model in specs.served) else []),
             *([CompileCache] if specs.compile_cache else []),
             *([ImageRegistry] if specs.registry else []),
             *([Autoscaling] if specs.autoscaling else []),
@@ -72,18 +72,20 @@ credentials = Credentials(
     kubernetes=cluster.provider,
     opts=in_cluster,
 )
-cache = (
-    ModelCache(
-        "model-cache",
-        specs.cache,
-        hf_token=credentials.hf_token,
-        secrets=credentials.resources,
-        kubernetes=cluster.provider,
-        opts=in_cluster,
-    )
-    if specs.cache
-    else None
-)
+# One replica set per model; the components of a one-model stack keep their names (renaming would replace them).
+several = len(specs.served) > 1
+caches: dict[str, ModelCache] = {}
+for model in specs.served:
+    if model.cache:
+        caches[model.name] = ModelCache(
+            f"model-cache-{model.name}" if several else "model-cache",
+            model.cache,
+            hf_token=credentials.hf_token,
+            secrets=credentials.resources,
+            kubernetes=cluster.provider,
+            shared=next(iter(caches.values()), None),
+            opts=in_cluster,
+        )
 compile_cache = (
     CompileCache(
         "compile-cache",
@@ -95,14 +97,21 @@ compile_cache = (
     if specs.compile_cache
     else None
 )
-replicas = Replicas(
-    "replicas",
-    specs.replicas,
-    hf_token=credentials.hf_token,
-    api_key=credentials.api_key,
-    kubernetes=cluster.provider,
-    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[r for r in (cache, compile_cache, credentials) if r])),
-)
+served = {
+    model.name: Replicas(
+        f"replicas-{model.name}" if several else "replicas",
+        model.replicas,
+        hf_token=credentials.hf_token,
+        api_key=credentials.api_key,
+        kubernetes=cluster.provider,
+        opts=pulumi.ResourceOptions.merge(
+            in_cluster,
+            pulumi.ResourceOptions(depends_on=[r for r in (caches.get(model.name), compile_cache, credentials) if r]),
+        ),
+    )
+    for model in specs.served
+}
+replicas = served[specs.replicas.name]
 
 if specs.autoscaling:
     autoscaling = Autoscaling(
@@ -158,8 +167,12 @@ pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("region", specs.outputs.region)
 pulumi.export("vllmVersion", specs.outputs.vllm_version)
-pulumi.export("serviceUrl", replicas.url)
 pulumi.export("serving", specs.outputs.serving)
-pulumi.export("estimates", specs.estimate.as_output())
-if specs.engine_memory:
-    pulumi.export("engineMemory", specs.engine_memory.as_output())
+if several:
+    # Each model's URL, served name, estimates and engine memory are in serving.models.
+    pulumi.export("servedNames", [model.replicas.served_name for model in specs.served])
+else:
+    pulumi.export("serviceUrl", replicas.url)
+    pulumi.export("estimates", specs.estimate.as_output())
+    if specs.engine_memory:
+        pulumi.export("engineMemory", specs.engine_memory.as_output())

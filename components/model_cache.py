@@ -296,17 +296,24 @@ class ModelCache(pulumi.ComponentResource):
         hf_token: SecretRef | None,
         secrets: Sequence[pulumi.Resource],
         kubernetes: k8s.Provider,
+        shared: ModelCache | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("llm:storage:ModelCache", name, None, opts)
         base = child_options(self, opts, kubernetes)
-        classes = [
-            Manifest("storage-class", storage_class(spec), base),
-            Manifest("snapshot-class", snapshot_class(spec.labels), base),
-        ]
+        # The classes and the release program are the cluster's: with several models the first cache registers
+        # them and the others use its (the classes depend only on the shared cache settings).
+        if shared is None:
+            self.classes = [
+                Manifest("storage-class", storage_class(spec), base),
+                Manifest("snapshot-class", snapshot_class(spec.labels), base),
+            ]
+            # The claim and release Jobs mount their program: it must be there before either pod starts.
+            self.code = Manifest(RELEASE_CODE, release_code().config_map(spec.namespace, spec.labels), base)
+        else:
+            self.classes, self.code = shared.classes, shared.code
+        classes, code = self.classes, self.code
         account = [Manifest(f"release-{spec.key}", manifest, base) for manifest in release_account(spec)]
-        # The claim and release Jobs mount their program: it must be there before either pod starts.
-        code = Manifest(RELEASE_CODE, release_code().config_map(spec.namespace, spec.labels), base)
         # The claim's class must exist before the claim; the download's Secrets before its pod.
         claimed = Manifest(
             f"claim-{spec.key}",

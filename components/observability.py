@@ -17,9 +17,9 @@ import pulumi_gcp as gcp
 
 from components.options import child_options
 from facts import vllm
-from facts.naming import NAME_LABEL, REPLICAS
+from facts.naming import NAME_LABEL
 from plan.estimates import MEASURED_CONCURRENCY_PER_NODE
-from plan.stack import ObservabilitySpec
+from plan.stack import ObservabilitySpec, WatchedModel
 from workloads.batch import layout
 
 COLUMNS = 48
@@ -34,67 +34,97 @@ def _on(spec: ObservabilitySpec) -> str:
     return f'namespace="{spec.namespace}"'
 
 
-def _rate(metric: str, spec: ObservabilitySpec) -> str:
-    return f"sum(rate({metric}{{{_on(spec)}}}[{WINDOW}]))"
+@dataclass(frozen=True)
+class _Scope:
+    """The series one model's charts and alerts read: vLLM's (``engine``) and its Deployment's (``deployment``)."""
+
+    engine: str
+    deployment: str
+    # What a chart title or alert name says of the model; empty for a one-model stack.
+    title: str
+    suffix: str
+    watched: WatchedModel
 
 
-def _quantile(q: float, histogram: str, spec: ObservabilitySpec) -> str:
-    return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{{{_on(spec)}}}[{WINDOW}])))"
+def _scopes(spec: ObservabilitySpec) -> list[_Scope]:
+    """The stack's one model, or each of its models filtered by its served name and Deployment."""
+    if not spec.models:
+        one = WatchedModel(spec.deployment, "", spec.expected_tokens_per_replica, spec.cold_start_minutes, spec.alerting)
+        return [_Scope(_on(spec), f'{_on(spec)},deployment="{spec.deployment}"', "", "", one)]
+    return [
+        _Scope(
+            f'{_on(spec)},model_name="{model.served_name}"',
+            f'{_on(spec)},deployment="{model.deployment}"',
+            f"{model.deployment}: ",
+            f"-{model.deployment}",
+            model,
+        )
+        for model in spec.models
+    ]
 
 
-def _deployment(spec: ObservabilitySpec) -> str:
-    return f'{_on(spec)},deployment="{spec.deployment}"'
+def _rate(metric: str, where: str) -> str:
+    return f"sum(rate({metric}{{{where}}}[{WINDOW}]))"
 
 
-def _replicas(metric: str, spec: ObservabilitySpec) -> str:
-    return f"sum({metric}{{{_deployment(spec)}}})"
+def _quantile(q: float, histogram: str, where: str) -> str:
+    return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{{{where}}}[{WINDOW}])))"
 
 
-def tokens_per_second(spec: ObservabilitySpec) -> str:
-    return f"{_rate(f'{vllm.PROMPT_TOKENS}_total', spec)} + {_rate(f'{vllm.GENERATION_TOKENS}_total', spec)}"
+def _replicas(metric: str, scope: _Scope) -> str:
+    return f"sum({metric}{{{scope.deployment}}})"
 
 
-def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
-    """(title, PromQL queries) of each chart, in order."""
-    found = [
-        ("Tokens/s: prompt, generation", [_rate(f"{vllm.PROMPT_TOKENS}_total", spec), _rate(f"{vllm.GENERATION_TOKENS}_total", spec)]),
-        ("Requests running, waiting", [f"sum({vllm.REQUESTS_RUNNING}{{{_on(spec)}}})", f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}})"]),
-        ("KV-cache usage, highest engine", [f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}})"]),
+def tokens_per_second(where: str) -> str:
+    return f"{_rate(f'{vllm.PROMPT_TOKENS}_total', where)} + {_rate(f'{vllm.GENERATION_TOKENS}_total', where)}"
+
+
+def _model_charts(scope: _Scope) -> list[tuple[str, list[str]]]:
+    on = scope.engine
+    return [
+        ("Tokens/s: prompt, generation", [_rate(f"{vllm.PROMPT_TOKENS}_total", on), _rate(f"{vllm.GENERATION_TOKENS}_total", on)]),
+        ("Requests running, waiting", [f"sum({vllm.REQUESTS_RUNNING}{{{on}}})", f"sum({vllm.REQUESTS_WAITING}{{{on}}})"]),
+        ("KV-cache usage, highest engine", [f"max({vllm.KV_CACHE_USAGE}{{{on}}})"]),
         (
             "Time to first token (s): p50, p99",
-            [_quantile(0.5, vllm.TTFT_HISTOGRAM, spec), _quantile(0.99, vllm.TTFT_HISTOGRAM, spec)],
+            [_quantile(0.5, vllm.TTFT_HISTOGRAM, on), _quantile(0.99, vllm.TTFT_HISTOGRAM, on)],
         ),
         (
             "Time per output token (s): p50, p99",
             [
-                _quantile(0.5, vllm.TPOT_HISTOGRAM, spec),
-                _quantile(0.99, vllm.TPOT_HISTOGRAM, spec),
+                _quantile(0.5, vllm.TPOT_HISTOGRAM, on),
+                _quantile(0.99, vllm.TPOT_HISTOGRAM, on),
             ],
         ),
         (
             "Inter-token latency (s): p50, p99",
-            [_quantile(0.5, vllm.ITL_HISTOGRAM, spec), _quantile(0.99, vllm.ITL_HISTOGRAM, spec)],
+            [_quantile(0.5, vllm.ITL_HISTOGRAM, on), _quantile(0.99, vllm.ITL_HISTOGRAM, on)],
         ),
-        ("Preemptions/s", [_rate(f"{vllm.PREEMPTIONS}_total", spec)]),
+        ("Preemptions/s", [_rate(f"{vllm.PREEMPTIONS}_total", on)]),
         (
             "Speculative decoding: accepted / draft tokens",
-            [f"{_rate(f'{vllm.SPEC_DECODE_ACCEPTED_TOKENS}_total', spec)} / {_rate(f'{vllm.SPEC_DECODE_DRAFT_TOKENS}_total', spec)}"],
+            [f"{_rate(f'{vllm.SPEC_DECODE_ACCEPTED_TOKENS}_total', on)} / {_rate(f'{vllm.SPEC_DECODE_DRAFT_TOKENS}_total', on)}"],
         ),
+    ]
+
+
+def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
+    """(title, PromQL queries) of each chart, in order: each model's rows, then the GPUs and the replicas."""
+    scopes = _scopes(spec)
+    found = [(scope.title + title, queries) for scope in scopes for title, queries in _model_charts(scope)]
+    found += [
         ("GPU utilisation (%), mean", ["avg(DCGM_FI_DEV_GPU_UTIL)"]),
         ("GPU memory used (MiB), total", ["sum(DCGM_FI_DEV_FB_USED)"]),
         ("GPU power (W), total", ["sum(DCGM_FI_DEV_POWER_USAGE)"]),
-        (
-            "Replicas: ready, desired",
-            [_replicas(AVAILABLE, spec), _replicas(DESIRED, spec)],
-        ),
     ]
+    found += [(f"{scope.title}Replicas: ready, desired", [_replicas(AVAILABLE, scope), _replicas(DESIRED, scope)]) for scope in scopes]
     if spec.batch:
         found += [
             (
                 "Batch: lines left, in flight, files waiting",
                 [f"sum({metric}{{{_on(spec)}}})" for metric in (layout.BACKLOG, layout.IN_FLIGHT, layout.WAITING_FILES)],
             ),
-            ("Batch requests/s: done, failed", [_rate(layout.DONE, spec), _rate(layout.FAILED, spec)]),
+            ("Batch requests/s: done, failed", [_rate(layout.DONE, _on(spec)), _rate(layout.FAILED, _on(spec))]),
         ]
     if spec.gateway:
         found.append(
@@ -144,36 +174,47 @@ class Alert:
 
 
 def alerts(spec: ObservabilitySpec) -> list[Alert]:
-    """The alert conditions; each reads only series a serving stack has, so none fires at zero replicas."""
-    available, desired = _replicas(AVAILABLE, spec), _replicas(DESIRED, spec)
-    stuck = f"{spec.cold_start_minutes}m"
+    """The alert conditions; each reads only series a serving stack has, so none fires at zero replicas.
+
+    With several models each model has its own, named after it and filtered by it, while it may serve."""
+    found: list[Alert] = []
+    for scope in _scopes(spec):
+        if scope.watched.alerting:
+            found += [Alert(f"{alert.name}{scope.suffix}", alert.query, alert.means, alert.action) for alert in _model_alerts(spec, scope)]
+    return found
+
+
+def _model_alerts(spec: ObservabilitySpec, scope: _Scope) -> list[Alert]:
+    available, desired = _replicas(AVAILABLE, scope), _replicas(DESIRED, scope)
+    on, watched = scope.engine, scope.watched
+    stuck = f"{watched.cold_start_minutes}m"
     found = [
         Alert(
             "replicas-not-ready",
             # Fewer available than desired and neither count moved for a whole cold-start budget: a
             # scale-up or a rollout round makes a replica Ready (or changes the count) well within it.
             f"{available} < {desired}"
-            f" and on() sum(changes({AVAILABLE}{{{_deployment(spec)}}}[{stuck}])) == 0"
-            f" and on() sum(changes({DESIRED}{{{_deployment(spec)}}}[{stuck}])) == 0",
-            f"Fewer replicas are available than the Deployment asks for, with no progress for {spec.cold_start_minutes} minutes.",
-            f"kubectl -n NAMESPACE describe pods -l {NAME_LABEL}={REPLICAS}: Pending means no A4 capacity; "
+            f" and on() sum(changes({AVAILABLE}{{{scope.deployment}}}[{stuck}])) == 0"
+            f" and on() sum(changes({DESIRED}{{{scope.deployment}}}[{stuck}])) == 0",
+            f"Fewer replicas are available than the Deployment asks for, with no progress for {watched.cold_start_minutes} minutes.",
+            f"kubectl -n NAMESPACE describe pods -l {NAME_LABEL}={watched.deployment}: Pending means no A4 capacity; "
             "CrashLoopBackOff means read the vLLM log.",
         ),
         Alert(
             "queue-depth",
-            f"sum({vllm.REQUESTS_WAITING}{{{_on(spec)}}}) > {spec.waiting_requests}",
+            f"sum({vllm.REQUESTS_WAITING}{{{on}}}) > {spec.waiting_requests}",
             "Requests are waiting faster than the replicas take them.",
             "Add replicas (nodes, or autoscaling.maxReplicas), or slow the clients.",
         ),
         Alert(
             "kv-cache-full",
-            f"max({vllm.KV_CACHE_USAGE}{{{_on(spec)}}}) > {spec.kv_cache_usage}",
+            f"max({vllm.KV_CACHE_USAGE}{{{on}}}) > {spec.kv_cache_usage}",
             "An engine's KV cache is nearly full: it preempts requests and throughput falls.",
             "Lower serving.maxNumSeqs, or check serving.maxModelLen against the requests.",
         ),
         Alert(
             "time-to-first-token",
-            f"{_quantile(0.99, vllm.TTFT_HISTOGRAM, spec)} > {spec.ttft_p99_seconds}",
+            f"{_quantile(0.99, vllm.TTFT_HISTOGRAM, on)} > {spec.ttft_p99_seconds}",
             f"The p99 time to first token is above its objective ({spec.ttft_p99_seconds} s).",
             "Check the queue and KV-cache charts; add replicas if both are high.",
         ),
@@ -183,7 +224,7 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
         # by ScaledObject name: Managed Prometheus' target label namespace is KEDA's.
         waiting = f'sum(keda_scaler_metrics_value{{scaledObject="{layout.RUNNER}"}})'
         in_flight = f"(sum({layout.IN_FLIGHT}{{{_on(spec)}}}) or on() vector(0))"
-        scaled = f"{spec.deployment}|{layout.RUNNER}"
+        scaled = f"{watched.deployment}|{layout.RUNNER}"
         found += [
             Alert(
                 "batch-stalled",
@@ -200,15 +241,15 @@ def alerts(spec: ObservabilitySpec) -> list[Alert]:
                 "kubectl -n NAMESPACE describe scaledobject; kubectl -n keda logs deploy/keda-operator.",
             ),
         ]
-    if spec.expected_tokens_per_replica:
-        floor = round(spec.expected_tokens_per_replica * spec.throughput_fraction)
+    if watched.expected_tokens_per_replica:
+        floor = round(watched.expected_tokens_per_replica * spec.throughput_fraction)
         # Against the replicas Ready now, and only while each runs the load the estimate was measured
         # at: lighter traffic makes fewer tokens/s without anything being wrong.
         found.append(
             Alert(
                 "throughput-low",
-                f"({tokens_per_second(spec)}) < on() ({floor} * {available})"
-                f" and on() sum({vllm.REQUESTS_RUNNING}{{{_on(spec)}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
+                f"({tokens_per_second(on)}) < on() ({floor} * {available})"
+                f" and on() sum({vllm.REQUESTS_RUNNING}{{{on}}}) >= on() ({MEASURED_CONCURRENCY_PER_NODE} * {available})",
                 f"At full load, tokens/s fell below {spec.throughput_fraction:.0%} of the estimate for the replicas running.",
                 "Compare GPU utilisation and preemptions; a replica on a slow or failing node shows up there.",
             )
@@ -230,7 +271,7 @@ class Observability(pulumi.ComponentResource):
         self.dashboard_url = board.id.apply(
             lambda path: f"https://console.cloud.google.com/monitoring/dashboards/builder/{path.rsplit('/', 1)[-1]}?project={spec.project}"
         )
-        for alert in alerts(spec) if spec.alerting else []:
+        for alert in alerts(spec):
             gcp.monitoring.AlertPolicy(
                 alert.name,
                 project=spec.project,

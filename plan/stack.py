@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
-from typing import assert_never
+from dataclasses import dataclass, field, replace
+from typing import Any, assert_never
 
 from facts import gke, images
 from facts.batch_sizing import runner_workers
@@ -28,6 +28,7 @@ from facts.naming import (
     batch_bucket_name,
     cache_names,
     compile_cache_bucket,
+    model_short_name,
     repository_id,
     selector_labels,
     stack_labels,
@@ -590,6 +591,18 @@ class BatchSpec:
 
 
 @dataclass(frozen=True)
+class WatchedModel:
+    """One model of a stack of several, as its charts and alerts filter it: its Deployment and its served name
+    (vLLM labels each of its metrics model_name with it: vllm/v1/metrics/loggers.py, PrometheusStatLogger)."""
+
+    deployment: str
+    served_name: str
+    expected_tokens_per_replica: int | None
+    cold_start_minutes: int
+    alerting: bool
+
+
+@dataclass(frozen=True)
 class ObservabilitySpec:
     project: str
     stack: str
@@ -613,6 +626,12 @@ class ObservabilitySpec:
     alerting: bool
     # The batch runner's progress gets its own charts.
     batch: bool = False
+    # With several models: each one's charts and alerts, filtered by model; empty for a one-model stack.
+    models: tuple[WatchedModel, ...] = ()
+
+
+def watched_model(spec: ObservabilitySpec, replicas: ReplicasSpec) -> WatchedModel:
+    return WatchedModel(spec.deployment, replicas.served_name, spec.expected_tokens_per_replica, spec.cold_start_minutes, spec.alerting)
 
 
 @dataclass(frozen=True)
@@ -632,6 +651,32 @@ class OutputsSpec:
     # The vLLM release the replicas run, whose facts the flags and metric names were checked against.
     vllm_version: str
     serving: dict[str, str | int]
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One model's replica set and what it alone has: its cache, its estimates and its engine's memory."""
+
+    name: str
+    model: str
+    replicas: ReplicasSpec
+    cache: CacheSpec | None
+    estimate: Estimate
+    engine_memory: MemoryBudget | None
+    nodes: int
+    gpus: int
+
+    def output(self) -> dict[str, Any]:
+        """What the stack's outputs say of the model: what it serves, as what, where, on how much, at what cost."""
+        return {
+            "model": self.model,
+            "servedName": self.replicas.served_name,
+            "serviceUrl": self.replicas.url,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "estimates": self.estimate.as_output(),
+            **({"engineMemory": self.engine_memory.as_output()} if self.engine_memory else {}),
+        }
 
 
 @dataclass(frozen=True)
@@ -663,6 +708,8 @@ class StackPlan:
     benchmark: BenchmarkSpec | None
     autoscaling: AutoscalingSpec | None
     observability: ObservabilitySpec | None
+    # Every model's replica set: the one of a one-model stack, or one per entry of llm:models.
+    served: tuple[ServedModel, ...] = ()
     batch: BatchSpec | None = None
 
 
@@ -712,7 +759,39 @@ def costing(settings: StackSettings) -> Costing:
 
 
 def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
-    """The specs of every component the stack registers; None for those it does not."""
+    """The specs of every component the stack registers; None for those it does not.
+
+    With several models each is planned as the one-model stack it is (stacks/settings.py, each_model), its replica
+    set named by its short name; the shared components are the same in each plan, and are taken from the first."""
+    if settings.models is None:
+        return _plan(settings, stack, REPLICAS)
+    plans = [_plan(one, stack, model_short_name(one.model.id)) for one in settings.each_model()]
+    served = tuple(model for plan in plans for model in plan.served)
+    first = plans[0]
+    watched = tuple(watched_model(plan.observability, plan.replicas) for plan in plans if plan.observability)
+    return replace(
+        first,
+        served=served,
+        outputs=replace(first.outputs, serving=models_output(settings, served)),
+        scaled_to_zero=all(plan.scaled_to_zero for plan in plans),
+        observability=replace(first.observability, models=watched, alerting=any(watch.alerting for watch in watched))
+        if first.observability
+        else None,
+    )
+
+
+def models_output(settings: StackSettings, served: tuple[ServedModel, ...]) -> dict[str, Any]:
+    """The serving output of a stack of several models: what is shared once, then each model by its short name."""
+    return {
+        "capacity": settings.capacity.mode,
+        "routing": settings.routing,
+        "image": settings.serving.image,
+        "models": {model.name: model.output() for model in served},
+    }
+
+
+def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
+    """The plan of a one-model stack whose replica set is ``name``."""
     labels = stack_labels(stack, settings.labels)
     namespace = settings.cluster.namespace
     # By config: an autoscaled stack may sit at zero replicas, but keeps what serving needs.
@@ -730,6 +809,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     )
     figures = estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=expected(wake))
     serving_nodes = settings.nodes or settings.max_replicas
+    gpus = settings.nodes * settings.serving.data_parallel_size * settings.serving.tensor_parallel_size
     placement = scheduling(settings)
     bucket = batch_bucket_name(settings.project, labels["stack"]) if settings.batch.enabled else None
     cache: CacheSpec | None = None
@@ -771,7 +851,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             account_id=account_id(f"{settings.cluster.name}-keda"),
             namespace=namespace,
             labels=labels,
-            deployment=REPLICAS,
+            deployment=name,
             requests_per_replica=settings.autoscaling.requests_per_replica,
             idle_minutes=settings.autoscaling.idle_minutes,
             poll_seconds=settings.autoscaling.poll_seconds,
@@ -787,10 +867,10 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         else None
     )
     replicas = ReplicasSpec(
-        name=REPLICAS,
+        name=name,
         namespace=namespace,
         labels=labels,
-        selector=selector_labels(stack),
+        selector=selector_labels(stack, name),
         replicas=settings.nodes,
         image=image,
         autoscaled=autoscaling is not None,
@@ -843,7 +923,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             runner_cpu=settings.batch.runner_cpu,
             runner_memory=settings.batch.runner_memory,
             image=pulled_from(settings.cache.download_image, settings),
-            deployment=REPLICAS,
+            deployment=name,
             serving_url=replicas.url,
             served_model=settings.model.public_name,
             # Requests the autoscaler counts on per replica: sending that many per Ready replica
@@ -869,7 +949,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             vllm_version=settings.serving.release,
             serving={
                 "nodes": settings.nodes,
-                "gpus": settings.nodes * settings.serving.data_parallel_size * settings.serving.tensor_parallel_size,
+                "gpus": gpus,
                 "capacity": settings.capacity.mode,
                 "routing": settings.routing,
                 "model": f"{settings.model.id}@{settings.model.revision}",
@@ -931,7 +1011,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             stack=stack,
             namespace=namespace,
             labels=labels,
-            deployment=REPLICAS,
+            deployment=name,
             alert_minutes=settings.observability.minutes,
             notification_channels=settings.observability.notification_channels,
             waiting_requests=settings.observability.waiting_requests,
@@ -947,4 +1027,16 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         if settings.observability.enabled
         else None,
         batch=batch,
+        served=(
+            ServedModel(
+                name=name,
+                model=f"{settings.model.id}@{settings.model.revision}",
+                replicas=replicas,
+                cache=cache,
+                estimate=figures,
+                engine_memory=settings.memory_budget,
+                nodes=settings.nodes,
+                gpus=gpus,
+            ),
+        ),
     )

@@ -130,7 +130,7 @@ def test_a_serving_stack_alerts_on_replicas_queue_kv_cache_and_first_token() -> 
     )
     assert stuck.means == "Fewer replicas are available than the Deployment asks for, with no progress for 25 minutes."
     assert stuck.action == (
-        "kubectl -n NAMESPACE describe pods -l app.kubernetes.io/name=vllm: Pending means no A4 capacity; "
+        "kubectl -n NAMESPACE describe pods -l app.kubernetes.io/name=vllm-a: Pending means no A4 capacity; "
         "CrashLoopBackOff means read the vLLM log."
     )
     assert found["queue-depth"].query == f"sum(vllm:num_requests_waiting{{{ON}}}) > 250"
