@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import render.cli
-from render.cli import _loading_step, check_render, estimate_changes, main, provider_sdks_compiled, run
+from render.cli import _loading_step, check_render, estimate_changes, main, run
 from render.engine import Render
 from render.files import write
 from render.progress import Progress
@@ -211,11 +211,6 @@ def test_the_loading_step_says_how_to_save_time_when_python_writes_no_bytecode(m
     assert _loading_step("dev") == (
         plain + "; they have no bytecode and Python writes none here: `uv sync --compile-bytecode` once saves ~10 s a render"
     )
-
-
-def test_the_install_compiled_the_provider_sdks() -> None:
-    # The project's install is `uv sync --locked --compile-bytecode` (README).
-    assert provider_sdks_compiled() is True
 
 
 def test_the_renders_own_errors_are_a_message_and_exit_code_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

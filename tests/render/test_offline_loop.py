@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import sys
-import tomllib
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import pytest
 
 import render.cli as render_main
 from render.cli import main
-from render.engine import PROJECT_ROOT
 
 
 class Terminal(io.StringIO):
@@ -40,15 +38,6 @@ def test_piped_a_render_prints_the_plan_and_nothing_else(capsys: pytest.CaptureF
     captured = capsys.readouterr()
     assert captured.err == ""
     assert captured.out.startswith((tmp_path / "plan.txt").read_text())
-
-
-def test_the_install_compiles_bytecode_once_and_no_uv_run_compiles_it_again() -> None:
-    # Set in pyproject, compile-bytecode makes every `uv run` compile all of site-packages (uv issue 12202).
-    assert "compile-bytecode" not in tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["uv"]
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    install = readme[: readme.index("<!-- render-command -->")]
-    assert "uv sync --locked --compile-bytecode" in install
-    assert "uv sync --locked --compile-bytecode" in (PROJECT_ROOT / ".ci" / "lint").read_text()
 
 
 @pytest.mark.parametrize("compiled", [True, False])
