@@ -6,8 +6,10 @@ tested in tests/render/test_render.py.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +213,18 @@ def test_the_loading_step_says_how_to_save_time_when_python_writes_no_bytecode(m
     assert _loading_step("dev") == (
         plain + "; they have no bytecode and Python writes none here: `uv sync --compile-bytecode` once saves ~10 s a render"
     )
+
+
+def test_the_bytecode_check_looks_where_python_reads_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    origin = tmp_path / "pulumi_gcp" / "__init__.py"
+    (origin.parent / "compute").mkdir(parents=True)
+    origin.touch()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: ModuleSpec(name, None, origin=str(origin)))
+    assert not render.cli.provider_sdks_compiled()
+    compiled = Path(importlib.util.cache_from_source(str(origin.parent / "compute" / "_inputs.py")))
+    compiled.parent.mkdir()
+    compiled.touch()
+    assert render.cli.provider_sdks_compiled()
 
 
 def test_the_renders_own_errors_are_a_message_and_exit_code_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
