@@ -1,6 +1,6 @@
 """A stack's life on real GCP: created from nothing, changed, scaled to zero, destroyed.
 
-Each finding of the lifecycle issue has a test here that failed on the program before its fix.
+Each test here failed on the program before its fix.
 """
 
 from __future__ import annotations

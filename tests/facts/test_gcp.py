@@ -1,8 +1,8 @@
-"""Cloud Storage's refused words in bucket names, and the vendored machine shapes and A4 zones.
+"""Cloud Storage's refused words in bucket names.
 
 The refused words follow cloud.google.com/storage/docs/buckets#naming: no "goog" prefix, and no "google" or a close
-misspelling of it (a letter dropped, doubled or swapped; 0, 1 and 3 read as o, l and e). The shapes and zones are the
-values of facts/data/, written out here.
+misspelling of it (a letter dropped, doubled or swapped; 0, 1 and 3 read as o, l and e). The vendored machine shapes
+and A4 zones are tested through the settings that read them (tests/components/test_benchmark.py, tests/facts/test_zones.py).
 """
 
 from __future__ import annotations

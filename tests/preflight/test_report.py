@@ -1,4 +1,4 @@
-"""The preflight's verdict on the real runs, judged again from their reports, and the ratios the issue asks for."""
+"""The preflight's verdict on the real runs, judged again from their reports, and their throughput ratios."""
 
 from __future__ import annotations
 
