@@ -108,16 +108,16 @@ def describe(
         elif kind in ("literal_error", "enum"):
             expected = str(ctx["expected"]).replace("'", "").replace(" or ", ", ")
             problems.append(f"{key}: {show_value(err['input'])} is not allowed; use one of: {expected}")
-        elif kind in ("model_type", "model_attributes_type"):
+        elif kind == "model_type":
             keys = ", ".join(sorted(known_keys.get(_model_path(loc), [])))
             shape = _shape(err["input"])
             problems.append(f"{key}: {show_value(err['input'])} is {shape}, but the section is a mapping of its keys: {keys}")
         elif kind == "dict_type":
             problems.append(f"{key}: {show_value(err['input'])} is {_shape(err['input'])}, but the setting is a mapping of names to values")
-        elif kind in ("list_type", "tuple_type", "set_type"):
+        elif kind == "tuple_type":  # the settings hold their lists as tuples
             problems.append(f"{key}: {show_value(err['input'])} is {_shape(err['input'])}, but the setting is a list")
         elif fraction is not None:
-            problems.append(f"{key}: {show_value(err['input'])} {fraction_problem(err['input'], *fraction)}")
+            problems.append(f"{key}: {show_value(err['input'])} {_fraction_problem(err['input'], *fraction)}")
         else:
             message = err["msg"].removeprefix("Value error, ")
             problems.append(f"{key}: {show_value(err['input'])} is not allowed: {message[0].lower()}{message[1:]}")
@@ -128,11 +128,12 @@ def describe(
 _BOUNDS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
 
 
-def fraction_problem(value: Any, whole: FractionOf, field: FieldInfo) -> str:
+def _fraction_problem(value: Any, whole: FractionOf, field: FieldInfo) -> str:
     """Why ``value`` is refused for a fraction of ``whole`` bounded as ``field`` is; a percentage gets its fraction."""
     bounds = _bounds(field)
-    low = f"{bounds['gt']:g} < " if "gt" in bounds else f"{bounds['ge']:g} <= " if "ge" in bounds else ""
-    high = f" < {bounds['lt']:g}" if "lt" in bounds else f" <= {bounds['le']:g}" if "le" in bounds else ""
+    # A fraction's range is 0 <= x <= 1 where the field narrows neither end.
+    low = f"{bounds['gt']:g} < " if "gt" in bounds else f"{bounds.get('ge', 0):g} <= "
+    high = f" < {bounds['lt']:g}" if "lt" in bounds else f" <= {bounds.get('le', 1):g}"
     what = f"a fraction of {whole.whole} ({low}x{high})"
     # A whole number above 1 reads as a percentage (92 for 0.92); 1.01 is a fraction too large.
     if isinstance(value, int | float) and value > 1 and float(value).is_integer() and _within(value / 100, bounds):
@@ -159,15 +160,19 @@ def _within(value: float, bounds: dict[str, float]) -> bool:
 
 def _fraction(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> tuple[FractionOf, FieldInfo] | None:
     """The fraction mark of the setting at ``loc`` under ``model``, with its field; None when it is not a fraction."""
-    field = _field(model, _model_path(loc)) if model is not None else None
-    marks = [mark for mark in field.metadata if isinstance(mark, FractionOf)] if field is not None else []
-    return (marks[0], field) if marks and field is not None else None
+    if model is None:
+        return None
+    field = _field(model, _model_path(loc))
+    if field is None:
+        return None
+    marks = [mark for mark in field.metadata if isinstance(mark, FractionOf)]
+    return (marks[0], field) if marks else None
 
 
 def _field(model: type[BaseModel], path: tuple[str | int, ...]) -> FieldInfo | None:
     """The field at ``path`` (aliases, as the stack file writes them) under ``model``, through nested sections."""
     fields = {str(field.alias or name): field for name, field in model.model_fields.items()}
-    field = fields.get(str(path[0])) if path else None
+    field = fields.get(str(path[0]))
     if field is None or len(path) == 1:
         return field
     for candidate in getattr(field.annotation, "__args__", (field.annotation,)):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import date
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from stacks.loading import parse_settings
-from stacks.problems import ConfigProblem, StackConfigError, closest, describe, key_name, one_of, show_value
+from stacks.problems import ConfigProblem, FractionOf, StackConfigError, closest, describe, key_name, one_of, show_value
 from stacks.settings import StackSettings, known_keys
 from tests.stacks.handed import problems
 
@@ -255,6 +255,18 @@ def test_a_mapping_or_a_list_written_in_another_shape_says_which_shape_it_takes(
             "llm:observability.kvCacheUsage: 1.01 is out of range: a fraction of an engine's KV cache (0 < x <= 1)",
         ),
         (
+            {"serving": {"gpuMemoryUtilization": 1}},
+            "llm:serving.gpuMemoryUtilization: 1 is out of range: a fraction of each GPU's memory (0 < x <= 0.95)",
+        ),
+        (
+            {"serving": {"gpuMemoryUtilization": 2}},
+            "llm:serving.gpuMemoryUtilization: 2 is a fraction of each GPU's memory (0 < x <= 0.95): use 0.02, not 2",
+        ),
+        (
+            {"observability": {"kvCacheUsage": 101}},
+            "llm:observability.kvCacheUsage: 101 is out of range: a fraction of an engine's KV cache (0 < x <= 1)",
+        ),
+        (
             {"serving": {"gpuMemoryUtilization": 96}},
             "llm:serving.gpuMemoryUtilization: 96 is out of range: a fraction of each GPU's memory (0 < x <= 0.95)",
         ),
@@ -286,3 +298,44 @@ def test_every_fraction_setting_says_what_it_is_a_fraction_of() -> None:
         section, name = key.rsplit(".", 1)
         (found,) = problems(**{section: {name: 500}})
         assert found.startswith(f"llm:{key}: 500 is out of range: a fraction of "), found
+
+
+class _Section(BaseModel):
+    size: int = 1
+
+
+class _Shares(BaseModel):
+    share: Annotated[float, FractionOf("the whole")] = Field(default=0.5, gt=0, le=1)
+    floor: Annotated[float, FractionOf("the floor")] = Field(default=0.5, le=1)
+    ceiling: Annotated[float, FractionOf("the ceiling")] = Field(default=0.5, ge=0.1)
+    count: int = Field(default=1, ge=1)
+    sizes: dict[str, Annotated[int, Field(gt=0)]] = {}
+    section: _Section = _Section()
+
+
+def described(model: type[BaseModel] | None = _Shares, **values: Any) -> list[str]:
+    with pytest.raises(ValidationError) as error:
+        _Shares.model_validate(values)
+    return describe(error.value, "ns", {}, model)
+
+
+def test_a_fraction_is_read_from_its_mark_and_a_side_it_leaves_open_reads_as_0_or_1() -> None:
+    assert described(share=92) == ["ns:share: 92 is a fraction of the whole (0 < x <= 1): use 0.92, not 92"]
+    assert described(floor=1.5) == ["ns:floor: 1.5 is out of range: a fraction of the floor (0 <= x <= 1)"]
+    assert described(ceiling=0) == ["ns:ceiling: 0 is out of range: a fraction of the ceiling (0.1 <= x <= 1)"]
+
+
+def test_without_the_root_model_or_the_mark_a_bound_gets_pydantics_reason() -> None:
+    assert described(None, share=92) == ["ns:share: 92 is not allowed: input should be less than or equal to 1"]
+    assert described(count=0) == ["ns:count: 0 is not allowed: input should be greater than or equal to 1"]
+    assert described(sizes={"a": 0}) == ["ns:sizes.a: 0 is not allowed: input should be greater than 0"]
+
+
+def test_a_fraction_that_is_not_a_number_gets_pydantics_reason() -> None:
+    assert described(share="most") == [
+        "ns:share: 'most' is not allowed: input should be a valid number, unable to parse string as a number"
+    ]
+
+
+def test_a_section_without_known_keys_names_none() -> None:
+    assert described(section="x") == ["ns:section: 'x' is a single value, but the section is a mapping of its keys: "]
