@@ -304,6 +304,10 @@ class _Section(BaseModel):
     size: int = 1
 
 
+class _Part(BaseModel):
+    share: Annotated[float, FractionOf("a part")] = Field(default=0.5, gt=0, le=1)
+
+
 class _Shares(BaseModel):
     share: Annotated[float, FractionOf("the whole")] = Field(default=0.5, gt=0, le=1)
     floor: Annotated[float, FractionOf("the floor")] = Field(default=0.5, le=1)
@@ -311,6 +315,7 @@ class _Shares(BaseModel):
     count: int = Field(default=1, ge=1)
     sizes: dict[str, Annotated[int, Field(gt=0)]] = {}
     section: _Section = _Section()
+    parts: tuple[_Part, ...] = ()
 
 
 def described(model: type[BaseModel] | None = _Shares, **values: Any) -> list[str]:
@@ -323,6 +328,12 @@ def test_a_fraction_is_read_from_its_mark_and_a_side_it_leaves_open_reads_as_0_o
     assert described(share=92) == ["ns:share: 92 is a fraction of the whole (0 < x <= 1): use 0.92, not 92"]
     assert described(floor=1.5) == ["ns:floor: 1.5 is out of range: a fraction of the floor (0 <= x <= 1)"]
     assert described(ceiling=0) == ["ns:ceiling: 0 is out of range: a fraction of the ceiling (0.1 <= x <= 1)"]
+
+
+def test_a_fraction_in_a_list_of_sections_is_found_through_the_list() -> None:
+    assert described(parts=[{"share": 0.5}, {"share": 50}]) == [
+        "ns:parts[1].share: 50 is a fraction of a part (0 < x <= 1): use 0.5, not 50"
+    ]
 
 
 def test_without_the_root_model_or_the_mark_a_bound_gets_pydantics_reason() -> None:
