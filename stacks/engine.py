@@ -1,5 +1,5 @@
-"""The engine as the model makes it: the parallel shape, and the flags each architecture takes, checked against the
-model's facts (facts/models.py) before anything is created."""
+"""The engine as the model makes it: the parallel shape, the flags each architecture takes and the engine its memory
+budget reads, checked against the model's facts (facts/models.py) before anything is created."""
 
 from __future__ import annotations
 
@@ -82,9 +82,8 @@ def _mamba_cache_mode(serving: ServingProfile) -> str | None:
     return "align" if serving.enable_prefix_caching else "none"
 
 
-def fitting_shapes(model: ModelFacts, serving: ServingProfile) -> list[str]:
-    """The shapes of one node whose weights fit each GPU's share of its memory, as the settings write them."""
-    engine = memory_engine(model, serving, 1)
+def fitting_shapes(model: ModelFacts, engine: Engine) -> list[str]:
+    """The shapes of one node in which ``engine``'s weights fit each GPU's share of its memory, as the settings write them."""
     shapes = []
     for tensor in (1, 2, 4, 8):
         shape = replace(engine, tensor_parallel=tensor, data_parallel=GPUS_PER_NODE // tensor)
@@ -97,7 +96,8 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
     """Refuse what this model cannot run: a shape not of one node or too small for its weights, flags its architecture lacks,
     a cache smaller than its weights. Problems name keys from the stack's root."""
     tensor, data = serving.tensor_parallel_size, serving.data_parallel_size
-    shapes = fitting_shapes(model, serving)
+    engine = memory_engine(model, serving, 1)
+    shapes = fitting_shapes(model, engine)
     fits = f"shapes that fit {model.model_id}: {'; '.join(shapes)}" if shapes else f"no shape of one node fits {model.model_id}"
     if tensor * data != GPUS_PER_NODE:
         key = "dataParallelSize" if "data_parallel_size" in serving.model_fields_set else "tensorParallelSize"
@@ -115,7 +115,6 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
             serving.mtp_tokens,
             f"needs MTP layers; {model.model_id}'s config.json has none: set 0 or leave it unset",
         )
-    engine = memory_engine(model, serving, 1)
     per_gpu = weights_per_gpu(model, engine)
     if per_gpu >= engine.requested:
         raise ConfigProblem(
