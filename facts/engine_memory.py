@@ -68,6 +68,7 @@ CUDA_GRAPH_ESTIMATE_VARIABLE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 class Engine:
     """The engine settings its memory depends on, and the GPU it runs on."""
 
+    # The driver's total, as vLLM reads it with cudaMemGetInfo (facts/gke.py, GPU_MEMORY_BYTES, for a B200).
     hbm_bytes: int
     gpu_memory_utilization: float
     max_model_len: int
@@ -76,6 +77,7 @@ class Engine:
     kv_cache_dtype: str
     mtp_tokens: int = 0
     tensor_parallel: int = 1
+    # Engines of the pod: only a MoE layer's experts are split across them.
     data_parallel: int = 1
     mamba_cache_mode: str | None = "align"
     # Graphs captured (optimization level above 0) and their estimate counted (counts_cuda_graphs).

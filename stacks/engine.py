@@ -104,7 +104,7 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
         raise ConfigProblem(
             ("serving", key),
             data if key == "dataParallelSize" else tensor,
-            f"makes a pod of dataParallelSize {data} x tensorParallelSize {tensor} = {tensor * data} GPUs; an A4 pod takes the "
+            f"makes a pod of dataParallelSize {data} x tensorParallelSize {tensor} = {tensor * data} GPUs; an A4 pod must take the "
             f"node's {GPUS_PER_NODE}; {fits}",
         )
     if serving.expert_parallel and not model.experts:
