@@ -174,5 +174,4 @@ if several:
 else:
     pulumi.export("serviceUrl", replicas.url)
     pulumi.export("estimates", specs.estimate.as_output())
-    if specs.engine_memory:
-        pulumi.export("engineMemory", specs.engine_memory.as_output())
+    pulumi.export("engineMemory", specs.engine_memory.as_output())

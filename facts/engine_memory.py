@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Protocol
+
+from facts.models import ModelFacts
 
 GIB = 2**30
 # Bytes per (request x vocabulary entry) at the dummy sampler run's peak (gpu_model_runner.py, _dummy_sampler_run):
@@ -53,9 +54,6 @@ PREFILL_CHECKPOINT_BLOCKS = {"0.18.1": 0, "0.26.0": 0, "0.33.0": 1}
 # A group of layers is padded to the largest type's count when it is below 1.5x the smallest
 # (vllm/v1/core/kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
 GROUP_PADDING_RATIO = 1.5
-# vLLM's own max_num_seqs for `vllm serve` on a GPU of 70 GiB or more (vllm/engine/arg_utils.py,
-# EngineArgs.get_batch_defaults): what a model without facts gets, as vLLM would give it.
-VLLM_DEFAULT_MAX_NUM_SEQS = 1024
 # Releases that refuse to start when max_num_seqs exceeds the Mamba cache blocks with full CUDA graphs
 # (vllm/config/compilation.py, CompilationConfig: "max_num_seqs (...) exceeds available Mamba cache blocks").
 # 0.18.1 capped the decode graphs to the blocks instead (CompilationConfig, "Cap cudagraph capture sizes").
@@ -66,38 +64,11 @@ ESTIMATES_CUDA_GRAPHS_BY_DEFAULT = {"0.18.1": False, "0.26.0": True, "0.33.0": T
 CUDA_GRAPH_ESTIMATE_VARIABLE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 
 
-class ModelMemory(Protocol):
-    """What the budget reads of a model (facts/models.py, ModelFacts)."""
-
-    @property
-    def task(self) -> str: ...
-    @property
-    def weight_bytes(self) -> int: ...
-    @property
-    def expert_weight_bytes(self) -> int: ...
-    @property
-    def mtp_layers(self) -> int: ...
-    @property
-    def mtp_weight_bytes(self) -> int: ...
-    @property
-    def hidden_size(self) -> int: ...
-    @property
-    def vocab_size(self) -> int: ...
-    @property
-    def full_attention_layers(self) -> int: ...
-    @property
-    def linear_attention_layers(self) -> int: ...
-    @property
-    def kv_heads(self) -> int: ...
-    @property
-    def recurrent_state_bytes_per_sequence(self) -> int: ...
-    def kv_bytes_per_token(self, kv_cache_dtype: str) -> int: ...
-
-
 @dataclass(frozen=True, kw_only=True)
 class Engine:
     """The engine settings its memory depends on, and the GPU it runs on."""
 
+    # The driver's total, as vLLM reads it with cudaMemGetInfo (facts/gke.py, GPU_MEMORY_BYTES, for a B200).
     hbm_bytes: int
     gpu_memory_utilization: float
     max_model_len: int
@@ -106,9 +77,8 @@ class Engine:
     kv_cache_dtype: str
     mtp_tokens: int = 0
     tensor_parallel: int = 1
-    # Ranks the routed experts are spread over: tensor parallel without expert parallelism, else the
-    # expert-parallel group (tensor x data parallel).
-    expert_ranks: int = 1
+    # Engines of the pod: only a MoE layer's experts are split across them.
+    data_parallel: int = 1
     mamba_cache_mode: str | None = "align"
     # Graphs captured (optimization level above 0) and their estimate counted (counts_cuda_graphs).
     cuda_graphs: bool = True
@@ -117,6 +87,19 @@ class Engine:
     # (vllm/v1/attention/backends/flashinfer.py, FlashInferMetadataBuilder.get_cudagraph_support).
     full_graphs_with_drafts: bool = True
     release: str = "0.26.0"
+
+    @property
+    def requested(self) -> int:
+        """What the engine may use of one GPU: the device's total x gpu_memory_utilization (Worker.determine_available_memory)."""
+        return int(self.hbm_bytes * self.gpu_memory_utilization)
+
+    @property
+    def expert_ranks(self) -> int:
+        """GPUs a MoE layer's routed experts are split over: every GPU of the engines, expert parallel or not. vLLM
+        flattens tensor parallel across data parallel for the fused MoE layers; --enable-expert-parallel gives each of
+        those ranks whole experts instead of slices (vllm/model_executor/layers/fused_moe/config.py,
+        FusedMoEParallelConfig.make)."""
+        return self.tensor_parallel * self.data_parallel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,8 +169,8 @@ class MemoryBudget:
         }
 
 
-def weights_per_gpu(model: ModelMemory, engine: Engine) -> int:
-    """The weights one GPU loads: the dense part split by tensor parallel, the experts by their ranks, the drafter."""
+def weights_per_gpu(model: ModelFacts, engine: Engine) -> int:
+    """The weights one GPU loads: the rest of the model and the drafter split by tensor parallel, the experts by their ranks."""
     dense = model.weight_bytes - model.expert_weight_bytes
     drafter = model.mtp_weight_bytes if engine.mtp_tokens and model.mtp_layers else 0
     return math.ceil((dense + drafter) / engine.tensor_parallel) + math.ceil(model.expert_weight_bytes / engine.expert_ranks)
@@ -198,7 +181,7 @@ def sampler_rows(engine: Engine) -> int:
     return min(engine.max_num_seqs, engine.max_num_batched_tokens)
 
 
-def sampler_peak(model: ModelMemory, engine: Engine) -> int:
+def sampler_peak(model: ModelFacts, engine: Engine) -> int:
     if model.task == "embed":
         # A pooling model runs its pooler, not the sampler (GPUModelRunner.profile_run, _dummy_pooler_run).
         return 0
@@ -206,7 +189,7 @@ def sampler_peak(model: ModelMemory, engine: Engine) -> int:
     return sampler_rows(engine) * model.vocab_size * per_logit
 
 
-def _layout(model: ModelMemory, engine: Engine) -> tuple[int, int, int, int, int]:
+def _layout(model: ModelFacts, engine: Engine) -> tuple[int, int, int, int, int]:
     """Block size, page bytes, layers per group, attention groups and the state blocks a request holds."""
     attention = model.full_attention_layers + (model.mtp_layers if engine.mtp_tokens else 0)
     ranks_per_head = max(1, engine.tensor_parallel // max(model.kv_heads, 1))
@@ -233,9 +216,9 @@ def _layout(model: ModelMemory, engine: Engine) -> tuple[int, int, int, int, int
     return block, block * token_bytes, group, attention_groups, state_groups * state_blocks
 
 
-def engine_memory(model: ModelMemory, engine: Engine) -> MemoryBudget:
+def engine_memory(model: ModelFacts, engine: Engine) -> MemoryBudget:
     """The budget vLLM would draw up for ``model`` under ``engine`` (Worker.determine_available_memory)."""
-    requested = int(engine.hbm_bytes * engine.gpu_memory_utilization)
+    requested = engine.requested
     weights = weights_per_gpu(model, engine)
     hidden = model.hidden_size // engine.tensor_parallel
     forward = engine.max_num_batched_tokens * hidden * FORWARD_BYTES_PER_TOKEN_HIDDEN
@@ -266,7 +249,7 @@ def engine_memory(model: ModelMemory, engine: Engine) -> MemoryBudget:
     )
 
 
-def starts(model: ModelMemory, engine: Engine) -> bool:
+def starts(model: ModelFacts, engine: Engine) -> bool:
     """Whether vLLM would start: one request of max_model_len fits the cache, and on a hybrid model under a release
     that checks it, every sequence has its state block."""
     budget = engine_memory(model, engine)
@@ -284,7 +267,7 @@ def counts_cuda_graphs(release: str, env: dict[str, str], optimization_level: in
     return optimization_level > 0 and counted
 
 
-def largest_max_num_seqs(model: ModelMemory, engine: Engine) -> int:
+def largest_max_num_seqs(model: ModelFacts, engine: Engine) -> int:
     """The largest max_num_seqs with which the engine starts, 0 when none does (the budget falls as it grows)."""
     low, high = 0, engine.max_num_batched_tokens
     while low < high:
@@ -296,7 +279,7 @@ def largest_max_num_seqs(model: ModelMemory, engine: Engine) -> int:
     return low
 
 
-def balanced_max_num_seqs(model: ModelMemory, engine: Engine, request_tokens: int) -> int:
+def balanced_max_num_seqs(model: ModelFacts, engine: Engine, request_tokens: int) -> int:
     """The most sequences the cache holds at once as requests of ``request_tokens``, no more than starts: more would
     only wait in vLLM's queue for blocks while their sampler memory shrinks the cache."""
     low, high = 0, largest_max_num_seqs(model, engine)

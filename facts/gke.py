@@ -32,12 +32,11 @@ A4_MACHINE_FAMILY = "a4"
 GPU_TYPE = "nvidia-b200"
 GPUS_PER_NODE = 8
 # One B200's memory as the driver reports it (nvidia-smi: 183359MiB; NVIDIA/TensorRT-LLM issue 10278 shows a
-# b200x8 host's): what vLLM multiplies by gpu_memory_utilization (facts/engine_memory.py).
+# b200x8 host's). vLLM multiplies the driver's total, cudaMemGetInfo's (vllm/utils/mem_utils.py,
+# MemorySnapshot.measure), by gpu_memory_utilization, so every rule of an engine's memory reads this figure
+# (facts/engine_memory.py), not A4's 180 GB of HBM3e a GPU.
 GPU_MEMORY_BYTES = 183_359 * 2**20
 GPU_RESOURCE = "nvidia.com/gpu"
-# HBM of one B200 as A4 has it: 1,440 GB of HBM3e over 8 GPUs
-# (https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms).
-B200_HBM_BYTES = 180 * 10**9
 # What an a4-highgpu-8g node (224 vCPU, 3,968 GiB) leaves a pod after GKE's
 # reservations for the kubelet and system (docs/reference.md).
 A4_POD_CPU = Decimal(220)

@@ -2,7 +2,7 @@
 
 The settings (which refuse a stack label that would replace the program's), the plan and the
 policy pack (policy/rules.py) all read them here, in facts/ (the layer below the settings) so
-that imports flow config -> plan and never back.
+that imports flow stacks -> plan and never back.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ START_ALL_CACHES_SECONDS = 64
 FIRST_ANSWER_SECONDS = 122
 FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS = 103
 # From SIGTERM with nothing in flight to the process's exit, vLLM 0.26.0 took 4-7 s to tear down (its engine
-# manager and background resources; issue 31's run, one H100, 2026-11-26): the grace must leave this after the drain.
+# manager and background resources; the real runs under tests/real_runs/, one H100, 2026-11-26): the grace must leave this after the drain.
 SHUTDOWN_TEARDOWN_SECONDS = 7
 # The engine's JIT caches beside vLLM's own (VLLM_CACHE_ROOT): each variable moves one into the shared compile
 # cache, under the folder named here. Left in the container they are lost with the node, and a new node paid

@@ -662,7 +662,7 @@ class ServedModel:
     replicas: ReplicasSpec
     cache: CacheSpec | None
     estimate: Estimate
-    engine_memory: MemoryBudget | None
+    engine_memory: MemoryBudget
     nodes: int
     gpus: int
 
@@ -675,7 +675,7 @@ class ServedModel:
             "nodes": self.nodes,
             "gpus": self.gpus,
             "estimates": self.estimate.as_output(),
-            **({"engineMemory": self.engine_memory.as_output()} if self.engine_memory else {}),
+            "engineMemory": self.engine_memory.as_output(),
         }
 
 
@@ -689,8 +689,8 @@ class StackPlan:
     protect_state: bool
     # Throughput and cost, on this plan's decision of whether the stack serves, and what they were computed from.
     estimate: Estimate
-    # One engine's memory on one GPU as vLLM will size it (facts/engine_memory.py); None for a model without facts.
-    engine_memory: MemoryBudget | None
+    # One GPU's memory under one engine as vLLM will size it (facts/engine_memory.py).
+    engine_memory: MemoryBudget
     costing: Costing
     apis: ApisSpec
     network: NetworkSpec
@@ -798,6 +798,8 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
     scaled_to_zero = settings.max_replicas == 0
     image = pulled_from(settings.serving.image, settings)
     costs = costing(settings)
+    # The budget decides maxNumSeqs when serving leaves it unset: computed once, read by the engine's flags and the plan.
+    budget = settings.memory_budget
     wake = Wake(
         replicas=settings.max_replicas,
         first_step=settings.capacity.steps[0],
@@ -875,7 +877,7 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=engine_profile(settings.serving, settings.model.facts, settings.max_num_seqs),
+        profile=engine_profile(settings.serving, settings.model.facts, budget.max_num_seqs),
         model_id=settings.model.id,
         served_name=settings.model.public_name,
         scheduling=placement,
@@ -959,7 +961,7 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
         estimate=figures,
-        engine_memory=settings.memory_budget,
+        engine_memory=budget,
         costing=costs,
         apis=ApisSpec(settings.project),
         registry=RegistrySpec(settings.project, settings.region, labels, repository_ids(settings)) if settings.registry.enabled else None,

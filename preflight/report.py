@@ -99,7 +99,7 @@ def completion_probe_timeout(result: Mapping[str, Any]) -> float | None:
 
 
 def throughput_ratios(result: Mapping[str, Any]) -> dict[str, float | None]:
-    """The issue's two ratios of total tokens/s: stack without MTP / defaults, and stack with MTP / without."""
+    """The two throughput ratios of total tokens/s: stack without MTP / defaults, and stack with MTP / without."""
 
     def of(summary: Any) -> float | None:
         if not isinstance(summary, Mapping) or summary.get("error"):

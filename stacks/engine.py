@@ -1,18 +1,18 @@
-"""The engine as the model makes it: the parallel shape, and the flags each architecture takes, checked against the
-model's facts (facts/models.py) before anything is created."""
+"""The engine as the model makes it: the parallel shape, the flags each architecture takes and the engine its memory
+budget reads, checked against the model's facts (facts/models.py) before anything is created."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from facts.gke import B200_HBM_BYTES, GPUS_PER_NODE
+from facts.engine_memory import GIB, Engine, counts_cuda_graphs, weights_per_gpu
+from facts.gke import GPU_MEMORY_BYTES, GPUS_PER_NODE
 from facts.models import ModelFacts
 from stacks.cache import CacheSettings
 from stacks.problems import ConfigProblem
 from stacks.serving import ServingProfile
 
-GIB = 2**30
 MIB = 2**20
 # The download Job's default deadline: the weights at this rate, and never under an hour. A floor far below a
 # Hugging Face download over Cloud NAT, so that only a stalled download (Xet stalled at 16-20 GB: docs/reference.md) hits it.
@@ -57,27 +57,38 @@ def loaded_bytes(model: ModelFacts, serving: ServingProfile) -> int:
     return model.weight_bytes + (model.mtp_weight_bytes if mtp_tokens(model, serving) else 0)
 
 
-def weight_bytes_per_gpu(model: ModelFacts, serving: ServingProfile, tensor: int, data: int) -> int:
-    """Each GPU's share: tensor parallel splits every layer; a MoE layer's experts are split over all the pod's GPUs,
-    with expert parallel or not (vLLM's FusedMoEParallelConfig.make flattens tensor parallel across data parallel:
-    vllm/model_executor/layers/fused_moe/config.py)."""
-    loaded = loaded_bytes(model, serving)
-    experts = model.expert_weight_bytes
-    return math.ceil((loaded - experts) / tensor + experts / (tensor * data))
+def memory_engine(model: ModelFacts, serving: ServingProfile, max_num_seqs: int) -> Engine:
+    """One engine of the stack as its memory budget reads it (facts/engine_memory.py): its shape, flags and A4 GPU."""
+    return Engine(
+        hbm_bytes=GPU_MEMORY_BYTES,
+        gpu_memory_utilization=serving.gpu_memory_utilization,
+        max_model_len=serving.max_model_len,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=serving.max_num_batched_tokens,
+        kv_cache_dtype=serving.kv_cache_dtype,
+        mtp_tokens=mtp_tokens(model, serving),
+        tensor_parallel=serving.tensor_parallel_size,
+        data_parallel=serving.data_parallel_size,
+        mamba_cache_mode=_mamba_cache_mode(serving),
+        cuda_graphs=counts_cuda_graphs(serving.release, serving.env, serving.optimization_level),
+        release=serving.release,
+    )
 
 
-def weights_fit(model: ModelFacts, serving: ServingProfile, tensor: int, data: int) -> bool:
-    share = B200_HBM_BYTES * serving.gpu_memory_utilization
-    return weight_bytes_per_gpu(model, serving, tensor, data) <= share
+def _mamba_cache_mode(serving: ServingProfile) -> str | None:
+    # A release that ignores the flag (0.33.0) caches in align mode with prefix caching, none without (docs/vllm.md).
+    if serving.facts.takes("--mamba-cache-mode"):
+        return serving.mamba_cache_mode
+    return "align" if serving.enable_prefix_caching else "none"
 
 
-def fitting_shapes(model: ModelFacts, serving: ServingProfile) -> list[str]:
-    """The shapes of one node whose weights fit each GPU's share of HBM, as the settings write them."""
+def fitting_shapes(model: ModelFacts, engine: Engine) -> list[str]:
+    """The shapes of one node in which ``engine``'s weights fit each GPU's share of its memory, as the settings write them."""
     shapes = []
     for tensor in (1, 2, 4, 8):
-        data = GPUS_PER_NODE // tensor
-        if weights_fit(model, serving, tensor, data):
-            shapes.append(f"tensorParallelSize {tensor} x dataParallelSize {data}")
+        shape = replace(engine, tensor_parallel=tensor, data_parallel=GPUS_PER_NODE // tensor)
+        if weights_per_gpu(model, shape) < shape.requested:
+            shapes.append(f"tensorParallelSize {tensor} x dataParallelSize {shape.data_parallel}")
     return shapes
 
 
@@ -85,14 +96,15 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
     """Refuse what this model cannot run: a shape not of one node or too small for its weights, flags its architecture lacks,
     a cache smaller than its weights. Problems name keys from the stack's root."""
     tensor, data = serving.tensor_parallel_size, serving.data_parallel_size
-    shapes = fitting_shapes(model, serving)
+    engine = memory_engine(model, serving, 1)
+    shapes = fitting_shapes(model, engine)
     fits = f"shapes that fit {model.model_id}: {'; '.join(shapes)}" if shapes else f"no shape of one node fits {model.model_id}"
     if tensor * data != GPUS_PER_NODE:
         key = "dataParallelSize" if "data_parallel_size" in serving.model_fields_set else "tensorParallelSize"
         raise ConfigProblem(
             ("serving", key),
             data if key == "dataParallelSize" else tensor,
-            f"makes a pod of dataParallelSize {data} x tensorParallelSize {tensor} = {tensor * data} GPUs; an A4 pod takes the "
+            f"makes a pod of dataParallelSize {data} x tensorParallelSize {tensor} = {tensor * data} GPUs; an A4 pod must take the "
             f"node's {GPUS_PER_NODE}; {fits}",
         )
     if serving.expert_parallel and not model.experts:
@@ -103,13 +115,13 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
             serving.mtp_tokens,
             f"needs MTP layers; {model.model_id}'s config.json has none: set 0 or leave it unset",
         )
-    if not weights_fit(model, serving, tensor, data):
-        per_gpu = weight_bytes_per_gpu(model, serving, tensor, data)
+    per_gpu = weights_per_gpu(model, engine)
+    if per_gpu >= engine.requested:
         raise ConfigProblem(
             ("serving", "tensorParallelSize"),
             tensor,
-            f"leaves {per_gpu / GIB:.1f} GiB of {model.model_id}'s weights on each GPU, above its share of a B200's HBM "
-            f"({B200_HBM_BYTES * serving.gpu_memory_utilization / GIB:.1f} GiB at gpuMemoryUtilization "
+            f"leaves {per_gpu / GIB:.1f} GiB of {model.model_id}'s weights on each GPU, above the {engine.requested / GIB:.1f} GiB "
+            f"an engine may use of it (a B200's {GPU_MEMORY_BYTES / GIB:.1f} GiB x gpuMemoryUtilization "
             f"{serving.gpu_memory_utilization:g}); {fits}",
         )
     _check_mamba(model, serving)

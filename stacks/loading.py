@@ -89,7 +89,7 @@ def parse_settings(raw: dict[str, str], namespace: str) -> StackSettings:
     try:
         settings = StackSettings.model_validate(values)
     except ValidationError as error:
-        raise StackConfigError(problems + describe(error, namespace, known_keys())) from None
+        raise StackConfigError(problems + describe(error, namespace, known_keys(), StackSettings)) from None
     if problems:
         raise StackConfigError(problems)
     return settings

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import field_validator, model_validator
 
-from facts.models import ModelConfigError, ModelFacts, catalogue, catalogue_folder, facts_in, hf_cache_snapshot
+from facts.models import ModelConfigError, ModelFacts, catalogue, catalogued, facts_in, hf_cache_snapshot
 from stacks.problems import ConfigProblem
 from stacks.section import Section
 
@@ -43,7 +43,7 @@ class ModelSettings(Section):
 
     @model_validator(mode="after")
     def _facts(self) -> ModelSettings:
-        model_facts(self.id, self.config)
+        facts_of(self.id, self.config)
         return self
 
     @property
@@ -53,23 +53,24 @@ class ModelSettings(Section):
     @property
     def facts(self) -> ModelFacts:
         """What the model is (facts/models.py): its layers, weights, state and task."""
-        return model_facts(self.id, self.config)
+        return facts_of(self.id, self.config)
 
 
 @cache
-def model_facts(model_id: str, config: str | None) -> ModelFacts:
+def facts_of(model_id: str, config: str | None) -> ModelFacts:
     """The facts of ``model_id`` from ``config``, else the catalogue, else the Hugging Face cache.
 
     Raised problems name ``config`` relative to the section.
     """
-    if config is not None:
-        path = PROJECT_ROOT / config
-        if path.name != "config.json" or not path.is_file():
-            raise ConfigProblem(("config",), config, "is not a config.json file (a path relative to the project root)")
-        folder = path.parent
-    elif (catalogue_folder(model_id) / "config.json").exists():
-        folder = catalogue_folder(model_id)
-    else:
+    try:
+        if config is not None:
+            path = PROJECT_ROOT / config
+            if path.name != "config.json" or not path.is_file():
+                raise ConfigProblem(("config",), config, "is not a config.json file (a path relative to the project root)")
+            return facts_in(path.parent, model_id)
+        found = catalogued(model_id)
+        if found is not None:
+            return found
         snapshot = hf_cache_snapshot(model_id, os.environ)
         if snapshot is None:
             raise ConfigProblem(
@@ -79,8 +80,6 @@ def model_facts(model_id: str, config: str | None) -> ModelFacts:
                 f"config.json of it; download it (huggingface-cli download {model_id} config.json) and set its path, "
                 "relative to the project root",
             )
-        folder = snapshot
-    try:
-        return facts_in(folder, model_id)
+        return facts_in(snapshot, model_id)
     except ModelConfigError as exc:
         raise ConfigProblem(("config",), config, f"cannot be read as {model_id}'s facts: {exc}") from None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from stacks.problems import ConfigProblem
+from stacks.problems import ConfigProblem, FractionOf
 from stacks.section import ConfigBool, Section
 
 
@@ -21,11 +22,11 @@ class ObservabilitySettings(Section):
     """How long a condition must hold before an alert opens."""
     waiting_requests: int = Field(default=4096, ge=1)
     """Queue depth (requests waiting, all replicas) that opens the queue alert."""
-    kv_cache_usage: float = Field(default=0.95, gt=0, le=1)
+    kv_cache_usage: Annotated[float, FractionOf("an engine's KV cache")] = Field(default=0.95, gt=0, le=1)
     """KV-cache usage of any engine that opens the KV-cache alert."""
     ttft_p99_seconds: float = Field(default=30.0, gt=0)
     """Objective for time to first token, p99; the reference median was 5.6-8 s under full load."""
-    throughput_fraction: float = Field(default=0.5, gt=0, le=1)
+    throughput_fraction: Annotated[float, FractionOf("the stack's estimated throughput")] = Field(default=0.5, gt=0, le=1)
     """Under load, throughput below this share of the stack's own estimate opens an alert (reference profile only)."""
 
     @field_validator("notification_channels")

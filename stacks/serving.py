@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -11,7 +11,7 @@ from facts.engine_flags import managed_flags
 from facts.gke import A4_POD_CPU, A4_POD_MEMORY, GPUS_PER_NODE
 from facts.kubernetes import ENV_NAME, quantity
 from facts.vllm import JIT_CACHE_FOLDERS, TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
-from stacks.problems import ConfigProblem, one_of
+from stacks.problems import ConfigProblem, FractionOf, one_of
 from stacks.section import ConfigBool, Section, kubernetes_quantity, memory_quantity, pinned_image
 
 # Credentials vLLM and Hugging Face read from the environment.
@@ -82,7 +82,7 @@ class ServingProfile(Section):
     what starts (docs/memory.md). Each costs sampler memory at start, and on a hybrid model a state block."""
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "fp8_e4m3"
     """KV cache precision; FP8 holds ~3x the tokens (959K vs 288K per engine)."""
-    gpu_memory_utilization: float = Field(default=0.92, gt=0, le=0.95)
+    gpu_memory_utilization: Annotated[float, FractionOf("each GPU's memory")] = Field(default=0.92, gt=0, le=0.95)
     """Share of HBM for the engine; 0.95 with MTP ran out of memory."""
     enable_prefix_caching: ConfigBool = True
     """Prefix caching (it found no hits on Qwen 3.5's hybrid layers: do not count on it)."""

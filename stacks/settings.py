@@ -17,11 +17,10 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_valid
 
 # Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
 from facts.batch_sizing import runner_workers
-from facts.engine_memory import VLLM_DEFAULT_MAX_NUM_SEQS, MemoryBudget
+from facts.engine_memory import MemoryBudget
 from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
 from facts.kubernetes import quantity
-from facts.models import ModelFacts, catalogued
 from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS, model_short_name
 from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
 from stacks import memory
@@ -160,31 +159,21 @@ class StackSettings(Section):
         return self.nodes
 
     @property
-    def model_facts(self) -> ModelFacts | None:
-        """What the served model is, from its config.json; None for a model the catalogue lacks."""
-        return catalogued(self.model.id)
-
-    @property
     def max_num_seqs(self) -> int:
         """The engines' maxNumSeqs: serving.maxNumSeqs, else from the memory budget and the workload (stacks/memory.py)."""
-        facts = self.model_facts
-        if self.serving.max_num_seqs is not None or facts is None:
-            return self.serving.max_num_seqs or VLLM_DEFAULT_MAX_NUM_SEQS
-        return memory.max_num_seqs(self.serving, self.workload, facts)
+        return memory.max_num_seqs(self.serving, self.workload, self.model.facts)
 
     @property
-    def memory_budget(self) -> MemoryBudget | None:
-        """One engine's memory on one GPU, for a model with facts."""
-        facts = self.model_facts
-        return memory.budget(self.serving, self.workload, facts) if facts else None
+    def memory_budget(self) -> MemoryBudget:
+        """One GPU's memory under one engine, at the stack's maxNumSeqs."""
+        return memory.budget(self.serving, self.workload, self.model.facts)
 
     def warnings(self, namespace: str) -> list[str]:
         """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
         if self._each:
             # Each model's own; the shared ones (the zone) once.
             return list(dict.fromkeys(warning for one in self._each for warning in one.warnings(namespace)))
-        facts = self.model_facts
-        found = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, facts) if facts else []
+        found = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, self.model.facts)
         known = a4_zones()
         if self.zone in known.zones:
             return found
@@ -218,8 +207,6 @@ class StackSettings(Section):
                 f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
                 f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
             )
-        if (facts := self.model_facts) is not None:
-            memory.check(self.serving, self.workload, facts, self.model.id)
         largest = self.serving.ttft_largest_bucket
         if self.observability.ttft_p99_seconds >= largest:
             # histogram_quantile never exceeds the largest finite bucket: the alert could never fire.
@@ -275,7 +262,9 @@ class StackSettings(Section):
             raise ConfigProblem(
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
+        # The shape and the weights before the memory they leave.
         check_engine(self.model.facts, self.serving, self.cache)
+        memory.check(self.serving, self.model.facts)
         self._capacity_holds_the_replicas()
         self._drain_fits_spot()
         self._runner_fits_general_purpose()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from pydantic import Field
 
+from stacks.problems import FractionOf
 from stacks.section import Section
 
 
@@ -16,7 +18,7 @@ class WorkloadSettings(Section):
     """Mean prompt length (ISL)."""
     output_tokens: int = Field(default=512, gt=0)
     """Mean generation length (OSL)."""
-    range_ratio: float = Field(default=0.5, ge=0, lt=1)
+    range_ratio: Annotated[float, FractionOf("the mean length")] = Field(default=0.5, ge=0, lt=1)
     """Lengths vary by up to this fraction around the mean."""
 
     @property

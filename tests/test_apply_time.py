@@ -1,6 +1,6 @@
 """What a real `pulumi up` would do with the rendered objects: GKE's, Helm's and the providers' rules.
 
-Each test here failed on the program before its fix (issue: apply-time fidelity, items 1 to 8).
+Each test here failed on the program before its fix.
 """
 
 from __future__ import annotations

@@ -42,10 +42,6 @@ def starts() -> list[tuple[Path, dict[str, Any]]]:
     return [(run, start) for run in RUNS for start in report(run)["starts"]]
 
 
-def test_the_real_runs_are_there() -> None:
-    assert DEV in RUNS and len(RUNS) >= 2
-
-
 def test_the_engines_measured_start_is_the_real_dev_runs() -> None:
     by_mode = {start["mode"]: start for start in report(DEV)["starts"]}
     assert round(by_mode["cold"]["ready_s"]) == START_COLD_SECONDS

@@ -34,7 +34,7 @@ def test_replicas_read_and_write_vllms_compile_cache_in_one_bucket_with_their_ow
     # vLLM keys the cache directory itself under VLLM_CACHE_ROOT (vllm/compilation/backends.py).
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["VLLM_CACHE_ROOT"] == mount["mountPath"] and not mount.get("readOnly")
-    # The engine's other JIT caches, which a new node compiled again (issue 31's run), live in the same bucket.
+    # The engine's other JIT caches, which a new node compiled again (tests/real_runs/2026-11-26-h100-dev), live in the same bucket.
     for variable in ("TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "TORCHINDUCTOR_CACHE_DIR"):
         assert str(env[variable]).startswith(mount["mountPath"] + "/"), variable
     assert len({env[v] for v in ("VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "TORCHINDUCTOR_CACHE_DIR")}) == 4

@@ -37,7 +37,7 @@ def drain_of(render: Render) -> tuple[int, int, int]:
 )
 def test_the_grace_period_covers_the_pause_vllms_shutdown_timeout_and_its_teardown(stack: str, changes: dict[str, Any]) -> None:
     pre_stop, timeout, grace = drain_of(render_with(stack, **changes) if changes else rendered(stack))
-    # vLLM 0.26.0 took 4-7 s from SIGTERM to exit with nothing in flight (issue 31's run).
+    # vLLM 0.26.0 took 4-7 s from SIGTERM to exit with nothing in flight (tests/real_runs/).
     assert pre_stop + timeout + 7 <= grace
     # The port closes at SIGTERM: the pause must outlast the pod's removal from endpoints.
     assert pre_stop >= 5

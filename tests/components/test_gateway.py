@@ -212,8 +212,3 @@ def test_scaled_to_zero_the_gateway_keeps_its_address_but_runs_no_endpoint_picke
     assert render.by_type("kubernetes:helm.sh/v4:Chart") == []
     assert render.by_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute") == []
     assert render.one("kubernetes:gateway.networking.k8s.io/v1:Gateway")
-
-
-def test_the_chart_key_list_names_its_source() -> None:
-    header = (PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "inferencepool.yaml").read_text().splitlines()[:5]
-    assert any("kubernetes-sigs/gateway-api-inference-extension" in line for line in header)

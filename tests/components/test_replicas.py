@@ -63,7 +63,9 @@ def test_dev_engine_environment_counts_cuda_graph_memory() -> None:
 
 
 def test_profile_changes_reach_the_command_line() -> None:
-    args = engine_args(engine_profile(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",)), QWEN, 256), "/m", "name")
+    args = engine_args(
+        engine_profile(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",)), QWEN, 256), "/m", "name"
+    )
     assert not any(a.startswith(("--speculative-config", "--attention-backend")) for a in args)
     assert args[-1] == "--seed=7"
 

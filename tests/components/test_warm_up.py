@@ -1,4 +1,4 @@
-"""A replica is started only when it answers a completion: /health is 200 while kernels still compile (issue 31's run)."""
+"""A replica is started only when it answers a completion: /health is 200 while kernels still compile (tests/real_runs/)."""
 
 from __future__ import annotations
 

@@ -102,8 +102,8 @@ def test_weights_that_do_not_fit_leave_no_cache() -> None:
     engine = replace(H200, hbm_bytes=GPU_MEMORY_BYTES, max_num_seqs=256)
     assert not starts(big, engine)
     assert largest_max_num_seqs(big, engine) == 0
-    # Tensor parallel 8 with the experts over the eight ranks fits.
-    assert starts(big, replace(engine, tensor_parallel=8, expert_ranks=8))
+    # Tensor parallel 8 fits: the experts, as every layer, go over the eight GPUs.
+    assert starts(big, replace(engine, tensor_parallel=8))
 
 
 def test_b200_prediction_for_dev() -> None:

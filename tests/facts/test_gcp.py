@@ -1,15 +1,15 @@
-"""Cloud Storage's refused words in bucket names, and the vendored machine shapes and A4 zones.
+"""Cloud Storage's refused words in bucket names.
 
 The refused words follow cloud.google.com/storage/docs/buckets#naming: no "goog" prefix, and no "google" or a close
-misspelling of it (a letter dropped, doubled or swapped; 0, 1 and 3 read as o, l and e). The shapes and zones are the
-values of facts/data/, written out here.
+misspelling of it (a letter dropped, doubled or swapped; 0, 1 and 3 read as o, l and e). The vendored machine shapes
+and A4 zones are tested through the settings that read them (tests/components/test_benchmark.py, tests/facts/test_zones.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from facts.gcp import MachineShape, _misspellings, a4_zones, bucket_name_problem, machine_shapes
+from facts.gcp import _misspellings, bucket_name_problem
 
 
 def test_the_close_misspellings_are_a_letter_dropped_doubled_or_swapped_with_the_next() -> None:
@@ -47,29 +47,3 @@ def test_a_bucket_name_may_not_hold_google_or_a_close_misspelling(name: str, wor
 @pytest.mark.parametrize("name", ["example-project-dev-batch", "goggles-data", "g-o-o-g-l-e", "ago0d"])
 def test_a_bucket_name_far_from_google_has_no_problem(name: str) -> None:
     assert bucket_name_problem(name) is None
-
-
-def test_machine_shapes_are_looked_up_per_type_not_derived_from_the_series() -> None:
-    shapes = machine_shapes()
-    assert shapes["c4-standard-16"] == MachineShape(16, 60.0)
-    # n2-highmem-128 has 864 GB, not 128 x 8.
-    assert shapes["n2-highmem-128"] == MachineShape(128, 864.0)
-    assert isinstance(shapes["c4-standard-16"].gb, float)
-
-
-def test_the_zones_known_to_offer_a4_and_the_day_they_were_read() -> None:
-    known = a4_zones()
-    assert known.as_of == "2026-11-23"
-    assert known.zones == (
-        "asia-northeast1-b",
-        "asia-southeast1-b",
-        "europe-north1-b",
-        "europe-west4-b",
-        "us-central1-b",
-        "us-east1-b",
-        "us-east4-b",
-        "us-south1-b",
-        "us-west2-c",
-        "us-west3-b",
-        "us-west3-c",
-    )

@@ -17,12 +17,12 @@ from plan.stack import engine_profile, plan_stack
 from render.engine import PROJECT_ROOT
 from render.promql import PromQLError, check_monitoring, stack_queries
 from stacks.problems import StackConfigError
+from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
 from tests.conftest import render_with
+from tests.preflight.runs import RUNS, report
 
 LATEST = "0.33.0"
-# The newest release whose wheel runs on torch 2.11: the one the preflight ran on a lent H100.
-PREFLIGHT_RAN = "0.26.0"
 LATEST_IMAGE = f"vllm/vllm-openai:v{LATEST}"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
@@ -40,8 +40,10 @@ def settings(**changes: Any) -> StackSettings:
     return StackSettings.model_validate({"project": "example-project", **changes})
 
 
-def test_the_supported_releases_are_the_measured_default_the_one_the_preflight_ran_and_the_latest() -> None:
-    assert supported_releases() == (DEFAULT_RELEASE, PREFLIGHT_RAN, LATEST)
+def test_the_releases_the_real_runs_rendered_and_ran_have_facts_and_the_default_image_runs_the_default() -> None:
+    engines = [report(run)["engine"] for run in RUNS]
+    assert {engine["stack_release"] for engine in engines} == {tagged_release(ServingProfile().image)} == {DEFAULT_RELEASE}
+    assert {engine["release"] for engine in engines} <= set(supported_releases())
     assert all(len(facts(release).commit) >= 7 for release in supported_releases())
 
 

@@ -89,7 +89,7 @@ def test_main_serves_the_policies_under_the_pack_name(monkeypatch: pytest.Monkey
     monkeypatch.setattr(pulumi_policy, "PolicyPack", serve)
     monkeypatch.setattr(sys, "path", list(sys.path))
     runpy.run_path(str(PROJECT_ROOT / "policy" / "__main__.py"), run_name="__main__")
-    assert served["name"] == PACK_NAME == "llm-serving-guardrails"
+    assert served["name"] == PACK_NAME
     assert [p.name for p in served["policies"]] == [rule.name for rule in RULES]
     assert served["enforcement_level"] is EnforcementLevel.MANDATORY
 

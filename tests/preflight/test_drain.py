@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from preflight.drain import in_flight, judge
-from tests.preflight.runs import RUNS, report, start
+from tests.preflight.runs import RUNS, report
 
 
 def drain(run: Path) -> dict[str, Any]:
@@ -100,8 +100,3 @@ def test_the_budget_holds_when_grace_covers_prestop_timeout_and_teardown() -> No
     record = copy.deepcopy(drain(RUNS[0]))
     record["plan"]["grace_seconds"] = 30
     assert findings(record)["grace budget"].ok is True
-
-
-def test_a_clean_exit_takes_seconds_of_teardown() -> None:
-    cold = start(RUNS[0], "1-cold")
-    assert 3 < cold["sigterm_to_exit_idle_s"] < 8

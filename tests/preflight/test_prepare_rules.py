@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from components.benchmark import SEEDS_PER_RUN
-from preflight.prepare import PLACEHOLDER_URL, PROJECT_ROOT, prepare, prepared, stack_settings
+from preflight.prepare import PROJECT_ROOT, prepare, prepared, stack_settings
 
 DEV: dict[str, Any] = yaml.safe_load((PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))["config"]
 
@@ -52,7 +52,6 @@ def test_the_preparation_is_the_model_and_client_zeros_command_at_a_placeholder_
     assert {k: v for k, v in found.items() if k != "bench_client"} == {"stack": "dev", "model": "Qwen/Qwen3.5-27B-FP8", "revision": "main"}
     client = found["bench_client"]
     assert client[:3] == ["vllm", "bench", "serve"]
-    assert PLACEHOLDER_URL == "http://127.0.0.1:8000"
     assert "--base-url=http://127.0.0.1:8000" in client
     assert "--model=Qwen/Qwen3.5-27B-FP8" in client and "--tokenizer=Qwen/Qwen3.5-27B-FP8" in client
     assert f"--seed={settings.benchmark.run * SEEDS_PER_RUN}" in client

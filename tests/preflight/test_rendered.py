@@ -10,7 +10,7 @@ from preflight.rendered import EngineSpec, RenderReadError, engine_spec, flag_na
 from render.promql import metric_names
 from tests.preflight.runs import BATCH, DEV, RUNS, report
 
-# The series the issue counted in the rendered PromQL of dev and batch, all read from vLLM.
+# The series counted in the rendered PromQL of dev and batch, all read from vLLM.
 ELEVEN = {
     "vllm:generation_tokens_total",
     "vllm:inter_token_latency_seconds_bucket",

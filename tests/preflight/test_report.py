@@ -1,9 +1,8 @@
-"""The preflight's verdict on the real runs, judged again from their reports, and the ratios the issue asks for."""
+"""The preflight's verdict on the real runs, judged again from their reports, and their throughput ratios."""
 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +81,6 @@ def test_the_throughput_ratios_of_the_batch_run() -> None:
     ratios = throughput_ratios(report(BATCH))
     assert ratios["stack_without_mtp_over_defaults"] == pytest.approx(41456 / 51453, rel=1e-3)
     assert ratios["stack_with_mtp_over_without"] == pytest.approx(16318 / 41456, rel=1e-3)
-
-
-def test_random_weights_give_mtp_no_accepted_tokens() -> None:
-    result = json.loads((BATCH / "bench" / "stack.json").read_text(encoding="utf-8"))
-    assert result["spec_decode_accepted_tokens"] / result["spec_decode_draft_tokens"] < 0.001
 
 
 def test_the_text_names_each_failure_and_the_ratios() -> None:

@@ -6,15 +6,17 @@ tested in tests/render/test_render.py.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import render.cli
-from render.cli import _loading_step, check_render, estimate_changes, main, provider_sdks_compiled, run
+from render.cli import _loading_step, check_render, estimate_changes, main, run
 from render.engine import Render
 from render.files import write
 from render.progress import Progress
@@ -241,9 +243,16 @@ def test_the_loading_step_says_how_to_save_time_when_python_writes_no_bytecode(m
     )
 
 
-def test_the_install_compiled_the_provider_sdks() -> None:
-    # The project's install is `uv sync --locked --compile-bytecode` (README).
-    assert provider_sdks_compiled() is True
+def test_the_bytecode_check_looks_where_python_reads_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    origin = tmp_path / "pulumi_gcp" / "__init__.py"
+    (origin.parent / "compute").mkdir(parents=True)
+    origin.touch()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: ModuleSpec(name, None, origin=str(origin)))
+    assert not render.cli.provider_sdks_compiled()
+    compiled = Path(importlib.util.cache_from_source(str(origin.parent / "compute" / "_inputs.py")))
+    compiled.parent.mkdir()
+    compiled.touch()
+    assert render.cli.provider_sdks_compiled()
 
 
 def test_the_renders_own_errors_are_a_message_and_exit_code_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import sys
-import tomllib
-from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import pytest
 
 import render.cli as render_main
 from render.cli import main
-from render.engine import PROJECT_ROOT
 
 
 class Terminal(io.StringIO):
@@ -42,15 +38,6 @@ def test_piped_a_render_prints_the_plan_and_nothing_else(capsys: pytest.CaptureF
     assert captured.out.startswith((tmp_path / "plan.txt").read_text())
 
 
-def test_the_install_compiles_bytecode_once_and_no_uv_run_compiles_it_again() -> None:
-    # Set in pyproject, compile-bytecode makes every `uv run` compile all of site-packages (uv issue 12202).
-    assert "compile-bytecode" not in tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["uv"]
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    install = readme[: readme.index("<!-- render-command -->")]
-    assert "uv sync --locked --compile-bytecode" in install
-    assert "uv sync --locked --compile-bytecode" in (PROJECT_ROOT / ".ci" / "lint").read_text()
-
-
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_render_that_must_compile_the_provider_sdks_says_how_to_stop_it(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
     monkeypatch.setattr(render_main, "provider_sdks_compiled", lambda: compiled)
@@ -58,15 +45,3 @@ def test_a_render_that_must_compile_the_provider_sdks_says_how_to_stop_it(monkey
     assert ("uv sync --compile-bytecode" in render_main._loading_step("dev")) is not compiled
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # Python writes the bytecode on the first render
     assert "uv sync" not in render_main._loading_step("dev")
-
-
-def test_the_bytecode_check_looks_where_python_reads_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    origin = tmp_path / "pulumi_gcp" / "__init__.py"
-    (origin.parent / "compute").mkdir(parents=True)
-    origin.touch()
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: ModuleSpec(name, None, origin=str(origin)))
-    assert not render_main.provider_sdks_compiled()
-    compiled = Path(importlib.util.cache_from_source(str(origin.parent / "compute" / "_inputs.py")))
-    compiled.parent.mkdir()
-    compiled.touch()
-    assert render_main.provider_sdks_compiled()

@@ -18,11 +18,7 @@ from render.engine import PROJECT_ROOT, Render, redact, render_stack
 from render.files import diff, is_manifest, manifests, write
 from render.sdk import capture_stack_traces, captures_stack_traces
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import STACKS, render_once, rendered, stack_settings
-
-
-def test_the_repo_has_a_dev_stack() -> None:
-    assert "dev" in STACKS
+from tests.conftest import render_once, rendered, stack_settings
 
 
 def test_every_stack_renders_with_every_resource_on_an_explicit_provider(stack: str) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from render.engine import PROJECT_ROOT
 from stacks.autoscaling import AutoscalingSettings, BatchWindowSettings, vendored_keda_versions
 from tests.stacks import handed
 
@@ -16,14 +17,13 @@ def problem(**autoscaling: Any) -> str:
     return handed.problem(nodes=1000, autoscaling=autoscaling)
 
 
-def test_the_vendored_keda_versions_are_the_chart_folders() -> None:
-    # render/vendor/charts/PROVENANCE.md lists keda-2.20.2 beside the inferencepool charts.
-    assert vendored_keda_versions() == ("2.20.2",)
-
-
-def test_the_default_keda_version_is_vendored() -> None:
-    assert AutoscalingSettings().keda_version == "2.20.2"
-    assert AutoscalingSettings(keda_version="2.20.2").keda_version == "2.20.2"
+def test_every_vendored_keda_chart_is_a_version_the_settings_take_and_the_default_is_one() -> None:
+    charts = PROJECT_ROOT / "render" / "vendor" / "charts"
+    folders = sorted(path.name.removeprefix("keda-") for path in charts.glob("keda-*") if path.is_dir())
+    assert folders and vendored_keda_versions() == tuple(folders)
+    for version in folders:
+        assert AutoscalingSettings(keda_version=version).keda_version == version
+    assert AutoscalingSettings().keda_version in folders
 
 
 def test_an_unvendored_keda_version_is_refused() -> None:

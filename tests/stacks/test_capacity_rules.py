@@ -69,10 +69,8 @@ def test_a_fallback_names_one_step_or_more_each_once() -> None:
     assert capacity(mode="fallback", fallback=("flex-start",)).fallback == ("flex-start",)
 
 
-def test_a_fallback_that_is_not_a_list_gets_pydantics_reason() -> None:
-    assert problem(mode="fallback", fallback="spot").startswith(
-        "llm:capacity.fallback: 'spot' is not allowed: input should be a valid tuple"
-    )
+def test_a_fallback_that_is_not_a_list_says_it_is_a_list() -> None:
+    assert problem(mode="fallback", fallback="spot") == "llm:capacity.fallback: 'spot' is a single value, but the setting is a list"
 
 
 def test_a_reservation_step_needs_a_reservation() -> None:

@@ -151,17 +151,6 @@ def test_unusual_but_valid_settings_are_taken(stack: str, changes: dict[str, Any
     assert validate_render(render_with(stack, **changes))
 
 
-@pytest.mark.parametrize(
-    ("machine", "cpus", "gb"),
-    # Shapes whose memory is not the series' usual GB per vCPU times the vCPUs (facts/data/machine-types.yaml).
-    [("n2-highmem-128", 128, 864), ("c3d-highcpu-30", 30, 59), ("c4-standard-2", 2, 7), ("c4d-highmem-4", 4, 31)],
-)
-def test_the_benchmark_machine_memory_is_the_shape_s_own(machine: str, cpus: int, gb: float) -> None:
-    from facts.gcp import MachineShape, machine_shapes
-
-    assert machine_shapes()[machine] == MachineShape(cpus, gb)
-
-
 @pytest.mark.parametrize("name", ["google-models", "my-g00gle-x", "googel-batch", "goog-x", "x-gogle-y", "g0ogle"])
 def test_bucket_names_cloud_storage_refuses_are_found(name: str) -> None:
     from facts.gcp import bucket_name_problem

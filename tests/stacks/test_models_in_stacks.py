@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from facts.engine_memory import weights_per_gpu
 from facts.models import CATALOGUE, catalogue, catalogued
 from render.engine import Render
-from stacks.engine import loaded_bytes, weight_bytes_per_gpu
+from stacks.engine import loaded_bytes, memory_engine
 from stacks.serving import ServingProfile
 from tests.conftest import render_with
 from tests.stacks.handed import parsed, problem
@@ -71,6 +72,20 @@ def test_a_model_with_no_config_is_refused_naming_the_setting() -> None:
     assert problem(model={"id": "acme/unknown"}).startswith(
         "llm:model.config: is required for acme/unknown: the catalogue (Qwen/Qwen3-Embedding-8B, "
     )
+    # Before any rule that reads the model's memory: more sequences than any engine starts with leave the one problem.
+    assert problem(model={"id": "acme/unknown"}, serving={"maxNumSeqs": 16384}).startswith("llm:model.config: is required")
+
+
+def test_a_users_own_config_json_gets_its_memory_planned(tmp_path: Path) -> None:
+    config = json.loads((CATALOGUE / "meta-llama--Llama-3.3-70B-Instruct" / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    own = {"id": "acme/llama-70b", "config": str(tmp_path / "config.json")}
+    settings = parsed(model=own, serving={"tensorParallelSize": 2}, cache={"sizeGi": 200})
+    catalogued_one = parsed(model={"id": LLAMA}, serving={"tensorParallelSize": 2}, cache={"sizeGi": 200})
+    assert settings.memory_budget == catalogued_one.memory_budget and settings.max_num_seqs == catalogued_one.max_num_seqs
+    assert problem(model=own, serving={"gpuMemoryUtilization": 0.7}, cache={"sizeGi": 200}).startswith(
+        "llm:serving.tensorParallelSize: 1 leaves 131.4 GiB of acme/llama-70b's weights"
+    )
 
 
 def test_a_config_that_is_not_there_is_refused() -> None:
@@ -107,9 +122,25 @@ def test_a_moe_models_experts_are_split_over_every_gpu_of_the_pod() -> None:
     moe = catalogued(QWEN_397B)
     assert moe is not None
     serving = ServingProfile()
-    assert weight_bytes_per_gpu(moe, serving, 1, 8) == weight_bytes_per_gpu(moe, serving, 8, 1) + math.ceil(
-        (loaded_bytes(moe, serving) - moe.expert_weight_bytes) * (1 - 1 / 8)
+    engines = memory_engine(moe, serving, 1)
+    assert (engines.tensor_parallel, engines.data_parallel) == (1, 8)
+    assert weights_per_gpu(moe, engines) == pytest.approx(
+        weights_per_gpu(moe, replace(engines, tensor_parallel=8, data_parallel=1))
+        + (loaded_bytes(moe, serving) - moe.expert_weight_bytes) * (1 - 1 / 8),
+        abs=1,
     )
+
+
+def test_the_memory_budget_follows_the_shape() -> None:
+    # The 70B in FP8 over two GPUs: each holds half its weights.
+    one = parsed(model={"id": LLAMA_FP8}).memory_budget
+    two = parsed(model={"id": LLAMA_FP8}, serving={"tensorParallelSize": 2}).memory_budget
+    assert two.weights == pytest.approx(one.weights / 2, abs=1)
+    # The 397B over tensor parallel 8 with expert parallel: its experts, and everything else, over the 8 GPUs.
+    moe = parsed(model={"id": QWEN_397B}, serving={"tensorParallelSize": 8, "expertParallel": True}, cache={"sizeGi": 400})
+    facts = moe.model.facts
+    assert moe.memory_budget.weights == pytest.approx(loaded_bytes(facts, moe.serving) / 8, abs=2)
+    assert moe.memory_budget.weights < facts.expert_weight_bytes / 4
 
 
 @pytest.mark.parametrize(

@@ -143,5 +143,5 @@ def test_data_parallel_takes_the_gpus_tensor_parallel_leaves() -> None:
     for size in (4, 7):
         assert problem(dataParallelSize=size).startswith(
             f"llm:serving.dataParallelSize: {size} makes a pod of dataParallelSize {size} x tensorParallelSize 1 = {size} GPUs; "
-            "an A4 pod takes the node's 8; shapes that fit Qwen/Qwen3.5-27B-FP8: tensorParallelSize 1 x dataParallelSize 8"
+            "an A4 pod must take the node's 8; shapes that fit Qwen/Qwen3.5-27B-FP8: tensorParallelSize 1 x dataParallelSize 8"
         )

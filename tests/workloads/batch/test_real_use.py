@@ -1,6 +1,6 @@
 """The runner over more than one batch, as a user meets it: reused names, Cloud Storage's real answers, cut answers.
 
-Each test here failed on the runner before issue 32's fixes; each names the class it stands for.
+Each test here failed on the runner before its fix; each names the class it stands for.
 """
 
 from __future__ import annotations

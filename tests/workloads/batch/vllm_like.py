@@ -5,7 +5,7 @@ runner for a core; it prints its port, then serves until stdin closes or it is k
 process serves a test worker's tests one after another: ``POST /configure`` sets the next test's
 faults and served model, with every count at zero.
 
-On SIGTERM it stops as vLLM 0.26.0 was seen to stop on an H100 (issue 32): the port closes at once
+On SIGTERM it stops as vLLM 0.26.0 was seen to stop on an H100 (tests/real_runs/): the port closes at once
 (connections refused, no 503); requests in flight run on until ``shutdown_timeout``, then are cut: a
 stream ends with ``data: [DONE]`` and no tokens or ``finish_reason``, a plain request gets no answer;
 then a teardown of ``teardown_seconds`` before the process exits. ``/health`` answers 200 from the

@@ -16,7 +16,7 @@ Events (``kubectl get events -o json``, core/v1 Event):
   the kubelet pulls and starts before vLLM: GoogleCloudPlatform/gcs-fuse-csi-driver v1.24.4
   pkg/webhook/mutatingwebhook.go, pkg/webhook/sidecar_spec.go.
 
-vLLM 0.26.0, as a real run of the stack's command line printed it (one H100, 2026-11-26, issue 31; the
+vLLM 0.26.0, as a real run of the stack's command line printed it (one H100, 2026-11-26; the
 real logs, trimmed, are the fixtures under tests/real_runs/ and win over these samples), format
 ``%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`` with date ``%m-%d %H:%M:%S``
 (vllm/logger.py), each process's lines prefixed ``(<name> pid=<pid>) `` (vllm/utils/system_utils.py);
