@@ -77,6 +77,10 @@ def engine_args(profile: EngineProfile, model: str, served_name: str, drain: Dra
         args.append(f"--mamba-cache-mode={profile.mamba_cache_mode}")
     if profile.mamba_block_size:
         args.append(f"--mamba-block-size={profile.mamba_block_size}")
+    if profile.embedding is not None:
+        # Pooling, not generation: vLLM resolves `--convert auto` to embed for a causal LM's architecture and keeps a native
+        # embedding architecture as it is (vllm/config/model.py, _get_default_convert_type, 0.18.1 and 0.33.0).
+        args.append("--runner=pooling")
     if drain is not None:
         # On SIGTERM vLLM stops taking requests and lets those in flight finish for this long.
         args.append(f"--shutdown-timeout={drain.shutdown_timeout_seconds}")
@@ -89,9 +93,16 @@ def model_source(model_id: str, cache: CacheMount | None) -> str:
 
 
 def warm_up_command(profile: EngineProfile, served_name: str) -> list[str]:
-    """The startup probe's command: one completion per data-parallel engine, answered in full."""
+    """The startup probe's command: one request per data-parallel engine, answered in full.
+
+    A completion with a finish_reason; for an embedding model (vLLM refuses it completions), a vector of its length.
+    """
+    engines = str(profile.data_parallel_size)
+    if profile.embedding is not None:
+        url = f"http://127.0.0.1:{profile.port}/v1/embeddings"
+        return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, engines, str(profile.embedding.length)]
     url = f"http://127.0.0.1:{profile.port}/v1/completions"
-    return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, str(profile.data_parallel_size)]
+    return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, engines]
 
 
 def _probes(profile: EngineProfile, served_name: str) -> dict[str, Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
+from facts.models import ModelFacts, Task, catalogued
 from stacks.problems import ConfigProblem
 from stacks.section import Section
 
@@ -17,6 +18,8 @@ class ModelSettings(Section):
     """Branch, tag or commit. A branch follows the repo: pin a commit for a reproducible cache."""
     served_name: str | None = None
     """Public model name clients send; default: the model id."""
+    task: Task | None = None
+    """`generate` (text: completions and chat) or `embed` (vectors on /v1/embeddings: vLLM's pooling runner). Default: the model's own."""
 
     @field_validator("id")
     @classmethod
@@ -35,3 +38,28 @@ class ModelSettings(Section):
     @property
     def public_name(self) -> str:
         return self.served_name or self.id
+
+    @property
+    def facts(self) -> ModelFacts | None:
+        return catalogued(self.id)
+
+    @property
+    def serves(self) -> Task:
+        """The task the engine runs: the setting, else the model's (an embedding model embeds)."""
+        facts = self.facts
+        return self.task or (facts.task if facts is not None else "generate")
+
+    @model_validator(mode="after")
+    def _task_fits_the_model(self) -> ModelSettings:
+        facts = self.facts
+        if self.task == "generate" and facts is not None and facts.task == "embed":
+            # vLLM refuses `--runner generate` for a model that only pools (vllm/config/model.py, ModelConfig, 0.33.0).
+            raise ConfigProblem(
+                ("task",),
+                self.task,
+                f"does not fit {self.id}: an embedding model (its repository ships sentence-transformers' modules.json, or its "
+                f"architecture {facts.architecture} pools); it generates no text. Use embed, or leave task unset",
+            )
+        if self.serves == "embed" and facts is None:
+            raise ConfigProblem(("task",), "embed", f"needs the facts of {self.id} (its vectors' length, from its config.json); none found")
+        return self

@@ -31,6 +31,8 @@ _NUMBER_READS = {
 MANAGED_FLAGS = {
     "--model": "model.id",
     "--served-model-name": "model.servedName",
+    "--runner": "model.task",
+    "--convert": "model.task",
     "--host": "(always 0.0.0.0)",
     "--port": "serving.port",
     "--data-parallel-size": "serving.dataParallelSize",
