@@ -15,6 +15,9 @@ URLS_BY_TASK: Final = {
     "embed": ("/v1/embeddings",),
 }
 
+# Embedding encodings vLLM answers as raw bytes, not JSON (vllm/entrypoints/pooling/embed/serving.py, 0.18.1 and 0.33.0).
+BINARY_ENCODINGS: Final = frozenset({"bytes", "bytes_only"})
+
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -60,6 +63,13 @@ def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate") 
     body = line.get("body")
     if not isinstance(body, dict):
         return BadLine(custom_id, "invalid_body", f"{where}: body must be a JSON object, got {type(body).__name__}")
+    encoding = body.get("encoding_format")
+    if url == "/v1/embeddings" and encoding in BINARY_ENCODINGS:
+        return BadLine(
+            custom_id,
+            "invalid_body",
+            f"{where}: encoding_format {encoding!r} answers in binary, which an output line cannot hold; use 'float' or 'base64'",
+        )
     return Request(custom_id, url, body)
 
 

@@ -74,6 +74,19 @@ def test_an_embedding_models_batch_takes_embeddings_lines_and_refuses_completion
         assert parse(2, line(url=url), set(), "embed") == BadLine("q-1", "unsupported_url", message)
 
 
+@pytest.mark.parametrize("encoding", ["bytes", "bytes_only"])
+def test_an_embedding_asked_in_binary_is_a_bad_line_and_float_or_base64_a_request(encoding: str) -> None:
+    body = {"model": "e", "input": "text", "encoding_format": encoding}
+    assert parse(4, line(url="/v1/embeddings", body=body), set(), "embed") == BadLine(
+        "q-1",
+        "invalid_body",
+        f"line 4: encoding_format {encoding!r} answers in binary, which an output line cannot hold; use 'float' or 'base64'",
+    )
+    for readable in ("float", "base64"):
+        body["encoding_format"] = readable
+        assert isinstance(parse(4, line(url="/v1/embeddings", body=body), set(), "embed"), Request)
+
+
 def test_a_custom_id_used_again_is_a_duplicate_even_when_its_first_line_was_bad() -> None:
     seen: set[str] = set()
     assert isinstance(parse(1, line(method="GET"), seen), BadLine) and seen == {"q-1"}
