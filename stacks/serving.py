@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from facts.engine_flags import managed_flags
 from facts.gke import A4_POD_CPU, A4_POD_MEMORY, GPUS_PER_NODE
 from facts.kubernetes import ENV_NAME, quantity
 from facts.vllm import JIT_CACHE_FOLDERS, TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
@@ -27,31 +28,8 @@ _NUMBER_READS = {
     "int": ("int(value)", "an integer"),
     "float": ("float(value)", "a number"),
 }
-# The `vllm serve` flags the program sets, and the key that sets each.
-MANAGED_FLAGS = {
-    "--model": "model.id",
-    "--served-model-name": "model.servedName",
-    "--runner": "model.task",
-    "--convert": "model.task",
-    "--host": "(always 0.0.0.0)",
-    "--port": "serving.port",
-    "--data-parallel-size": "serving.dataParallelSize",
-    "--max-model-len": "serving.maxModelLen",
-    "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
-    "--max-num-seqs": "serving.maxNumSeqs",
-    "--kv-cache-dtype": "serving.kvCacheDtype",
-    "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
-    "--enable-prefix-caching": "serving.enablePrefixCaching",
-    "--enable-chunked-prefill": "serving.enableChunkedPrefill",
-    "--attention-backend": "serving.attentionBackend",
-    "-O": "serving.optimizationLevel",
-    "--optimization-level": "serving.optimizationLevel",
-    "--speculative-config": "serving.mtpTokens",
-    "--mamba-cache-mode": "serving.mambaCacheMode",
-    "--mamba-block-size": "serving.mambaBlockSize",
-    "--shutdown-timeout": "drain.shutdownTimeoutSeconds",
-    "--api-key": "the apiKey secret (pulumi config set --secret apiKey)",
-}
+# The `vllm serve` flags the program sets, and the key that sets each (facts/engine_flags.py's table).
+MANAGED_FLAGS = managed_flags()
 _FLAG = re.compile(r"^(--[a-z0-9][a-z0-9-]*|-O)(=.*)?$|^-O[0-9]$")
 
 
