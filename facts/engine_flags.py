@@ -34,6 +34,10 @@ def _unless_unset(flag: str) -> Writer:
     return lambda value: f"{flag}={value}" if value else None
 
 
+def _above_one(flag: str) -> Writer:
+    return lambda value: f"{flag}={value}" if value > 1 else None
+
+
 def _unless_none(flag: str) -> Writer:
     return lambda value: None if value is None else f"{flag}={value}"
 
@@ -71,7 +75,13 @@ ENGINE_FLAGS = (
     EngineFlag("--runner", "model.task", "embedding", _pooling, aliases=("--convert",)),
     EngineFlag("--host", "(always 0.0.0.0)", "host", _value("--host")),
     EngineFlag("--port", "serving.port", "port", _value("--port")),
+    # One engine per GPU writes no --tensor-parallel-size (vLLM's default is 1).
+    EngineFlag("--tensor-parallel-size", "serving.tensorParallelSize", "tensor_parallel_size", _above_one("--tensor-parallel-size")),
     EngineFlag("--data-parallel-size", "serving.dataParallelSize", "data_parallel_size", _value("--data-parallel-size")),
+    EngineFlag("--enable-expert-parallel", "serving.expertParallel", "expert_parallel", _when_on("--enable-expert-parallel")),
+    # A pod is one node: its engines are the data-parallel ones, each over tensorParallelSize GPUs.
+    EngineFlag("--data-parallel-size-local", "serving.dataParallelSize", None, _never),
+    EngineFlag("--pipeline-parallel-size", "serving.tensorParallelSize (one node: tensor, not pipeline, parallel)", None, _never),
     EngineFlag("--max-model-len", "serving.maxModelLen", "max_model_len", _value("--max-model-len")),
     EngineFlag("--max-num-batched-tokens", "serving.maxNumBatchedTokens", "max_num_batched_tokens", _value("--max-num-batched-tokens")),
     EngineFlag("--max-num-seqs", "serving.maxNumSeqs", "max_num_seqs", _value("--max-num-seqs")),

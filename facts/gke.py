@@ -32,6 +32,9 @@ A4_MACHINE_FAMILY = "a4"
 GPU_TYPE = "nvidia-b200"
 GPUS_PER_NODE = 8
 GPU_RESOURCE = "nvidia.com/gpu"
+# HBM of one B200 as A4 has it: 1,440 GB of HBM3e over 8 GPUs
+# (https://cloud.google.com/compute/docs/accelerator-optimized-machines#a4-vms).
+B200_HBM_BYTES = 180 * 10**9
 # What an a4-highgpu-8g node (224 vCPU, 3,968 GiB) leaves a pod after GKE's
 # reservations for the kubelet and system (docs/reference.md).
 A4_POD_CPU = Decimal(220)

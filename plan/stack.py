@@ -17,6 +17,7 @@ from typing import assert_never
 from facts import gke, images
 from facts.batch_sizing import runner_workers
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
+from facts.models import ModelFacts
 from facts.naming import (
     REPLICAS,
     CacheNames,
@@ -33,6 +34,7 @@ from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
 from stacks.drain import DrainSettings
+from stacks.engine import engine_shape
 from stacks.model import ModelSettings
 from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
@@ -375,7 +377,9 @@ class EngineProfile:
     """What the replicas read of the serving section: the engine's flags, environment and resources."""
 
     port: int
+    tensor_parallel_size: int
     data_parallel_size: int
+    expert_parallel: bool
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -398,12 +402,16 @@ class EngineProfile:
     embedding: Embedding | None = None
 
 
-def engine_profile(serving: ServingProfile, embedding: Embedding | None = None) -> EngineProfile:
-    """The engine as the replicas run it; an embedding model takes none of the generation flags (stacks/settings.py refuses them set)."""
+def engine_profile(serving: ServingProfile, model: ModelFacts, embedding: Embedding | None = None) -> EngineProfile:
+    """The engine's flags for ``model``: its parallel shape, and only the flags its architecture takes (stacks/engine.py);
+    an embedding model takes none of the generation flags (stacks/settings.py refuses them set)."""
+    shape = engine_shape(model, serving)
     generates = embedding is None
     return EngineProfile(
         port=serving.port,
-        data_parallel_size=serving.data_parallel_size,
+        tensor_parallel_size=shape.tensor_parallel_size,
+        data_parallel_size=shape.data_parallel_size,
+        expert_parallel=shape.expert_parallel,
         max_model_len=serving.max_model_len,
         max_num_batched_tokens=serving.max_num_batched_tokens,
         max_num_seqs=serving.max_num_seqs,
@@ -413,9 +421,9 @@ def engine_profile(serving: ServingProfile, embedding: Embedding | None = None) 
         enable_chunked_prefill=serving.enable_chunked_prefill,
         attention_backend=serving.attention_backend,
         optimization_level=serving.optimization_level,
-        mtp_tokens=serving.mtp_tokens if generates else 0,
-        mamba_cache_mode=serving.mamba_cache_mode if generates and serving.facts.takes("--mamba-cache-mode") else None,
-        mamba_block_size=serving.mamba_block_size if generates else None,
+        mtp_tokens=shape.mtp_tokens if generates else 0,
+        mamba_cache_mode=shape.mamba_cache_mode if generates and serving.facts.takes("--mamba-cache-mode") else None,
+        mamba_block_size=shape.mamba_block_size if generates else None,
         extra_args=serving.extra_args,
         env=dict(serving.env),
         cold_start_minutes=serving.cold_start_minutes,
@@ -662,10 +670,7 @@ class StackPlan:
 
 def embedding(model: ModelSettings) -> Embedding | None:
     """An embedding model's engine, its vector as long as the model's hidden size (its pooler returns a hidden state)."""
-    facts = model.facts
-    if model.serves != "embed" or facts is None:
-        return None
-    return Embedding(length=facts.hidden_size)
+    return Embedding(length=model.facts.hidden_size) if model.serves == "embed" else None
 
 
 def unmeasured_reason(settings: StackSettings) -> str | None:
@@ -798,7 +803,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=engine_profile(settings.serving, embedding(settings.model)),
+        profile=engine_profile(settings.serving, settings.model.facts, embedding(settings.model)),
         model_id=settings.model.id,
         served_name=settings.model.public_name,
         scheduling=placement,
@@ -872,7 +877,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             vllm_version=settings.serving.release,
             serving={
                 "nodes": settings.nodes,
-                "gpus": settings.nodes * settings.serving.data_parallel_size,
+                "gpus": settings.nodes * settings.serving.data_parallel_size * settings.serving.tensor_parallel_size,
                 "capacity": settings.capacity.mode,
                 "routing": settings.routing,
                 "model": f"{settings.model.id}@{settings.model.revision}",

@@ -1,14 +1,20 @@
-"""The model section: the Hugging Face model served."""
+"""The model section: the Hugging Face model served, and where its config.json comes from."""
 
 from __future__ import annotations
 
+import os
 import re
+from functools import cache
+from pathlib import Path
 
 from pydantic import field_validator, model_validator
 
-from facts.models import ModelFacts, Task, catalogued
+from facts.models import ModelConfigError, ModelFacts, Task, catalogue, catalogue_folder, facts_in, hf_cache_snapshot
 from stacks.problems import ConfigProblem
 from stacks.section import Section
+
+# A relative llm:model.config is read from the project's root, where Pulumi.yaml is.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ModelSettings(Section):
@@ -18,6 +24,8 @@ class ModelSettings(Section):
     """Branch, tag or commit. A branch follows the repo: pin a commit for a reproducible cache."""
     served_name: str | None = None
     """Public model name clients send; default: the model id."""
+    config: str | None = None
+    """The model's config.json, relative to the project root; default: the catalogue's, else the Hugging Face cache's."""
     task: Task | None = None
     """`generate` (text: completions and chat) or `embed` (vectors on /v1/embeddings: vLLM's pooling runner). Default: the model's own."""
 
@@ -35,24 +43,29 @@ class ModelSettings(Section):
             raise ConfigProblem((), value, "is not a revision; name a branch, tag or commit such as main")
         return value
 
+    @model_validator(mode="after")
+    def _facts(self) -> ModelSettings:
+        model_facts(self.id, self.config)
+        return self
+
     @property
     def public_name(self) -> str:
         return self.served_name or self.id
 
     @property
-    def facts(self) -> ModelFacts | None:
-        return catalogued(self.id)
+    def facts(self) -> ModelFacts:
+        """What the model is (facts/models.py): its layers, weights, state and task."""
+        return model_facts(self.id, self.config)
 
     @property
     def serves(self) -> Task:
         """The task the engine runs: the setting, else the model's (an embedding model embeds)."""
-        facts = self.facts
-        return self.task or (facts.task if facts is not None else "generate")
+        return self.task or self.facts.task
 
     @model_validator(mode="after")
     def _task_fits_the_model(self) -> ModelSettings:
         facts = self.facts
-        if self.task == "generate" and facts is not None and facts.task == "embed":
+        if self.task == "generate" and facts.task == "embed":
             # vLLM refuses `--runner generate` for a model that only pools (vllm/config/model.py, ModelConfig, 0.33.0).
             raise ConfigProblem(
                 ("task",),
@@ -60,6 +73,34 @@ class ModelSettings(Section):
                 f"does not fit {self.id}: an embedding model (its repository ships sentence-transformers' modules.json, or its "
                 f"architecture {facts.architecture} pools); it generates no text. Use embed, or leave task unset",
             )
-        if self.serves == "embed" and facts is None:
-            raise ConfigProblem(("task",), "embed", f"needs the facts of {self.id} (its vectors' length, from its config.json); none found")
         return self
+
+
+@cache
+def model_facts(model_id: str, config: str | None) -> ModelFacts:
+    """The facts of ``model_id`` from ``config``, else the catalogue, else the Hugging Face cache.
+
+    Raised problems name ``config`` relative to the section.
+    """
+    if config is not None:
+        path = PROJECT_ROOT / config
+        if path.name != "config.json" or not path.is_file():
+            raise ConfigProblem(("config",), config, "is not a config.json file (a path relative to the project root)")
+        folder = path.parent
+    elif (catalogue_folder(model_id) / "config.json").exists():
+        folder = catalogue_folder(model_id)
+    else:
+        snapshot = hf_cache_snapshot(model_id, os.environ)
+        if snapshot is None:
+            raise ConfigProblem(
+                ("config",),
+                None,
+                f"is required for {model_id}: the catalogue ({', '.join(catalogue())}) and the Hugging Face cache have no "
+                f"config.json of it; download it (huggingface-cli download {model_id} config.json) and set its path, "
+                "relative to the project root",
+            )
+        folder = snapshot
+    try:
+        return facts_in(folder, model_id)
+    except ModelConfigError as exc:
+        raise ConfigProblem(("config",), config, f"cannot be read as {model_id}'s facts: {exc}") from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -67,8 +67,12 @@ class ServingProfile(Section):
     """vLLM release the image runs (e.g. 0.33.0) when its tag names none (a digest alone); flags and metrics follow it."""
     port: int = Field(default=8000, ge=1024, le=65535)
     """HTTP port of the OpenAI-compatible server, its probes, metrics and Service."""
-    data_parallel_size: int = GPUS_PER_NODE
-    """Engines per pod: one full model copy per GPU. Must be 8 (tensor parallel 8 was 4x slower)."""
+    tensor_parallel_size: int = Field(default=1, ge=1, le=GPUS_PER_NODE)
+    """GPUs one engine spans. 1 for a model whose weights fit one GPU: tensor parallel 8 was 4x slower on the 27B."""
+    data_parallel_size: int = Field(default=GPUS_PER_NODE, ge=1, le=GPUS_PER_NODE)
+    """Engines per pod; default: the node's 8 GPUs / tensorParallelSize. dataParallelSize x tensorParallelSize must be 8."""
+    expert_parallel: ConfigBool = False
+    """Spread an MoE model's experts over the engines' GPUs instead of splitting each (--enable-expert-parallel)."""
     max_model_len: int = Field(default=2560, gt=0)
     """Context length. The default 131072 wasted 85x of the KV cache; size it to input + output."""
     max_num_batched_tokens: int = Field(default=16384, gt=0)
@@ -87,12 +91,12 @@ class ServingProfile(Section):
     """Attention backend; unset lets vLLM choose."""
     optimization_level: int = Field(default=3, ge=0, le=3)
     """vLLM compilation level (-O)."""
-    mtp_tokens: int = Field(default=1, ge=0, le=2)
-    """Multi-token-prediction speculative tokens; 0 disables. MTP-1 gave +50%; MTP-2 was slower."""
+    mtp_tokens: int | None = Field(default=None, ge=0, le=2)
+    """Multi-token-prediction speculative tokens; 0 disables; default 1 on a model with MTP layers, else 0. MTP-1 gave +50% on the 27B."""
     mamba_cache_mode: str | None = "align"
-    """Required for Qwen 3.5's hybrid layers, else every prompt is re-processed (10x slower)."""
+    """Hybrid (linear-attention) models only: align, else every Qwen 3.5 prompt is re-processed (10x slower)."""
     mamba_block_size: int | None = Field(default=8, gt=0)
-    """Goes with mambaCacheMode align."""
+    """Goes with mambaCacheMode align (hybrid models only)."""
     extra_args: tuple[str, ...] = ()
     """More engine flags, each `--name=value`, appended as given."""
     env: dict[str, str] = Field(default_factory=lambda: {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"})
@@ -119,17 +123,18 @@ class ServingProfile(Section):
     def _memory(cls, value: str) -> str:
         return memory_quantity(value)
 
-    @field_validator("data_parallel_size")
+    @model_validator(mode="before")
     @classmethod
-    def _one_engine_per_gpu(cls, value: int) -> int:
-        if value != GPUS_PER_NODE:
-            raise ConfigProblem(
-                (),
-                value,
-                f"must equal the GPUs of one A4 node ({GPUS_PER_NODE}): one engine per GPU; "
-                "tensor parallel 8 was 4x slower (docs/reference.md)",
-            )
-        return value
+    def _engines_fill_the_node(cls, data: Any) -> Any:
+        # Unset, data parallelism takes the GPUs tensor parallelism leaves.
+        if not isinstance(data, dict) or "dataParallelSize" in data or "data_parallel_size" in data:
+            return data
+        tensor: Any = data.get("tensorParallelSize", data.get("tensor_parallel_size", 1))
+        try:
+            engines = GPUS_PER_NODE // int(tensor)
+        except (TypeError, ValueError, ZeroDivisionError):
+            return data
+        return {**data, "dataParallelSize": engines} if engines >= 1 else data
 
     @field_validator("extra_args")
     @classmethod
@@ -236,21 +241,6 @@ class ServingProfile(Section):
                     text,
                     f"is not {allowed}: vLLM {self.release} reads {name} as {read} (vllm/envs.py), so the engine fails at start",
                 )
-        return self
-
-    @model_validator(mode="after")
-    def _mamba_caching(self) -> ServingProfile:
-        # vLLM 0.18.1 and 0.33.0 set the mode to none without prefix caching, and assert chunked prefill
-        # with it (vllm/model_executor/models/config.py, MambaModelConfig; docs/vllm.md).
-        if self.mamba_cache_mode not in (None, "none"):
-            for key, on in (("enablePrefixCaching", self.enable_prefix_caching), ("enableChunkedPrefill", self.enable_chunked_prefill)):
-                if not on:
-                    raise ConfigProblem(
-                        ("mambaCacheMode",),
-                        self.mamba_cache_mode,
-                        f"needs {key}: true (vLLM turns the mode off without prefix caching and refuses it without chunked "
-                        "prefill); turn it on, or unset mambaCacheMode and mambaBlockSize",
-                    )
         return self
 
     @model_validator(mode="after")

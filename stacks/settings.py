@@ -29,6 +29,7 @@ from stacks.cache import CacheSettings
 from stacks.capacity import CapacitySettings
 from stacks.cluster import ClusterSettings
 from stacks.drain import DrainSettings
+from stacks.engine import check_engine
 from stacks.gateway import GatewaySettings
 from stacks.model import ModelSettings
 from stacks.network import NetworkSettings
@@ -229,11 +230,13 @@ class StackSettings(Section):
             raise ConfigProblem(
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
+        # Before the engine's checks: for an embedding model the reason a generation setting is refused is the task.
+        self._embedding_generates_nothing()
+        check_engine(self.model.facts, self.serving, self.cache)
         self._capacity_holds_the_replicas()
         self._drain_fits_spot()
         self._runner_fits_general_purpose()
         self._benchmark_prompts()
-        self._embedding_generates_nothing()
         if self.autoscaling.enabled and self.cluster.namespace == KEDA_NAMESPACE:
             raise ConfigProblem(
                 ("cluster", "namespace"), self.cluster.namespace, "is where the stack installs KEDA when autoscaling is on; choose another"

@@ -14,6 +14,9 @@ from stacks.model import ModelSettings
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 CACHE_TYPES = (
     "kubernetes:storage.k8s.io/v1:StorageClass",
     "kubernetes:core/v1:PersistentVolumeClaim",
@@ -122,11 +125,11 @@ def test_cache_names_follow_the_model_revision_and_the_disk() -> None:
     base, disk = ModelSettings(), CacheSettings()
     assert cache_id(base, disk) == cache_id(ModelSettings(), CacheSettings())
     assert cache_id(base, disk) != cache_id(ModelSettings(revision="0123abc"), disk)
-    assert cache_id(base, disk) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B"), disk)
+    assert cache_id(base, disk) != cache_id(ModelSettings(id="Qwen/Qwen3.5-27B", config=OWN_CONFIG), disk)
     assert cache_id(base, disk) != cache_id(base, CacheSettings(size_gi=200))
     assert cache_id(base, disk) != cache_id(base, CacheSettings(throughput_mibps=4800))
     assert cache_id(base, disk) == cache_id(base, CacheSettings(download_retries=5))
-    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90), disk)}-writer") <= 63
+    assert len(f"model-cache-{cache_id(ModelSettings(id='org/' + 'x' * 90, config=OWN_CONFIG), disk)}-writer") <= 63
 
 
 def test_changing_the_model_rebuilds_the_cache() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from components.replicas import engine_args
+from facts.models import catalogue_folder, facts_in
 from facts.naming import selector_labels
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.stack import engine_profile
@@ -30,6 +31,9 @@ REFERENCE_FLAGS = [
     "--mamba-block-size=8",
     "--max-num-seqs=8192",
 ]
+
+# The catalogue's hybrid MTP model: every flag of the table applies to it.
+QWEN = facts_in(catalogue_folder("Qwen/Qwen3.5-27B-FP8"), "Qwen/Qwen3.5-27B-FP8")
 
 
 def deployment(render: Render) -> dict[str, Any]:
@@ -58,7 +62,7 @@ def test_dev_engine_environment_counts_cuda_graph_memory() -> None:
 
 
 def test_profile_changes_reach_the_command_line() -> None:
-    args = engine_args(engine_profile(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",))), "/m", "name")
+    args = engine_args(engine_profile(ServingProfile(mtp_tokens=0, attention_backend=None, extra_args=("--seed=7",)), QWEN), "/m", "name")
     assert not any(a.startswith(("--speculative-config", "--attention-backend")) for a in args)
     assert args[-1] == "--seed=7"
 
@@ -149,7 +153,7 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     profile = ServingProfile(
         enable_prefix_caching=False, enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=1024, mamba_cache_mode=None
     )
-    args = engine_args(engine_profile(profile), "m", "m")
+    args = engine_args(engine_profile(profile, QWEN), "m", "m")
     assert "--no-enable-prefix-caching" in args and "--no-enable-chunked-prefill" in args
     assert not {"--enable-prefix-caching", "--enable-chunked-prefill"} & set(args)
     known = facts(DEFAULT_RELEASE).serve_flags
@@ -180,6 +184,6 @@ def test_switching_prefix_caching_or_chunked_prefill_off_reaches_vllm() -> None:
     ids=["prefix-caching-off", "chunked-prefill-off"],
 )
 def test_each_of_prefix_caching_and_chunked_prefill_switches_off_alone(switches: dict[str, Any], on: str, off: str) -> None:
-    args = engine_args(engine_profile(ServingProfile(**switches)), "m", "m")
+    args = engine_args(engine_profile(ServingProfile(**switches), QWEN), "m", "m")
     assert off in args and on in args
     assert off.replace("--no-", "--") not in args and on.replace("--", "--no-", 1) not in args

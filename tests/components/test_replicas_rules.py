@@ -21,7 +21,9 @@ from tests.components.alone import registered
 
 PROFILE = EngineProfile(
     port=8123,
+    tensor_parallel_size=1,
     data_parallel_size=4,
+    expert_parallel=False,
     max_model_len=32768,
     max_num_batched_tokens=16384,
     max_num_seqs=384,

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from components.benchmark import client_command
 from components.replicas import engine_args
+from facts.models import catalogue_folder, facts_in
 from facts.vllm import DEFAULT_RELEASE, QUERIED_METRICS, facts, supported_releases, tagged_release
 from plan.stack import engine_profile, plan_stack
 from render.engine import PROJECT_ROOT
@@ -24,6 +25,9 @@ LATEST = "0.33.0"
 PREFLIGHT_RAN = "0.26.0"
 LATEST_IMAGE = f"vllm/vllm-openai:v{LATEST}"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+# The catalogue's hybrid MTP model: every flag of the table applies to it.
+QWEN = facts_in(catalogue_folder("Qwen/Qwen3.5-27B-FP8"), "Qwen/Qwen3.5-27B-FP8")
 
 
 def refused(**changes: Any) -> str:
@@ -95,8 +99,8 @@ def test_the_latest_release_refuses_the_mamba_cache_mode_it_dropped() -> None:
 def test_the_latest_release_gets_no_mamba_cache_mode_flag_it_ignores() -> None:
     # 0.33.0 parses --mamba-cache-mode but ignores it: mamba caching follows prefix caching.
     assert "--mamba-cache-mode" in facts(LATEST).deprecated_flags
-    old = engine_args(engine_profile(settings().serving), "m", "m")
-    new = engine_args(engine_profile(settings(serving={"image": LATEST_IMAGE}).serving), "m", "m")
+    old = engine_args(engine_profile(settings().serving, QWEN), "m", "m")
+    new = engine_args(engine_profile(settings(serving={"image": LATEST_IMAGE}).serving, QWEN), "m", "m")
     assert "--mamba-cache-mode=align" in old and not any(arg.startswith("--mamba-cache-mode") for arg in new)
 
 

@@ -13,6 +13,9 @@ from render.engine import PROJECT_ROOT, reveal
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 
 def settings(**values: Any) -> StackSettings:
     return StackSettings.model_validate({"project": "example-project", **values})
@@ -63,7 +66,7 @@ def test_gateway_routing_applies_the_measured_overhead() -> None:
     [
         {"serving": {"maxNumSeqs": 512}},
         {"workload": {"inputTokens": 2048}, "serving": {"maxModelLen": 8192}},
-        {"model": {"id": "Qwen/Qwen3.5-27B"}},
+        {"model": {"id": "Qwen/Qwen3.5-27B", "config": OWN_CONFIG}},
     ],
     ids=["profile", "workload", "model"],
 )

@@ -16,6 +16,9 @@ import pytest
 from plan.stack import BatchWindow, StackPlan, plan_stack
 from stacks.settings import StackSettings
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 PROJECT = "other-project-7"
 MIRROR = f"us-central1-docker.pkg.dev/{PROJECT}"
 LABELS = {"app": "llm-serving", "managed-by": "pulumi", "stack": "full", "team": "research"}
@@ -44,7 +47,7 @@ FULL: dict[str, Any] = {
         "authorizedNetworks": ["203.0.113.0/24"],
     },
     "capacity": {"mode": "reservation", "reservation": {"name": "a4-held", "project": "shared-capacity"}, "pricePerNodeHour": 50.0},
-    "model": {"id": "Qwen/Qwen3.5-27B", "revision": "abc123", "servedName": "chat"},
+    "model": {"id": "Qwen/Qwen3.5-27B", "revision": "abc123", "servedName": "chat", "config": OWN_CONFIG},
     "serving": {
         "image": "vllm/vllm-openai:v0.26.0",
         "port": 9000,
@@ -316,7 +319,7 @@ def test_the_costing_has_no_minimum_without_autoscaling_no_cache_when_off_and_no
         ({}, None),
         # What the estimates do not depend on keeps the reference.
         ({"serving": {"port": 9000, "coldStartMinutes": 40, "cpu": "150", "memory": "1500Gi"}}, None),
-        ({"model": {"id": "Qwen/Qwen3.5-27B"}}, "model Qwen/Qwen3.5-27B was not measured"),
+        ({"model": {"id": "Qwen/Qwen3.5-27B", "config": OWN_CONFIG}}, "model Qwen/Qwen3.5-27B was not measured"),
         ({"workload": {"outputTokens": 256}}, "workload differs from the reference (input 1024, output 512, range 0.5)"),
         ({"serving": {"maxNumSeqs": 512}}, "serving profile differs from the reference flags"),
     ],

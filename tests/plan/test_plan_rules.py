@@ -14,6 +14,9 @@ import pytest
 from plan.stack import StackPlan, plan_stack, registry_prefix
 from stacks.settings import StackSettings
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 GKE = "cloud.google.com"
 RESERVATION = {"name": "a4-llm-serving"}
 
@@ -167,7 +170,7 @@ def test_the_cache_is_named_after_the_model_and_changes_only_with_model_revision
 
 
 def test_a_long_model_id_still_gives_names_within_63_characters() -> None:
-    cache = plan(model={"id": "org/" + "Very_Long.Model-" * 6}).cache
+    cache = plan(model={"id": "org/" + "Very_Long.Model-" * 6, "config": OWN_CONFIG}).cache
     assert cache is not None
     # 32 characters of the readable name, less the trailing dash, then the digest.
     assert cache.key.rsplit("-", 1)[0] == "very-long-model-very-long-model"
@@ -247,7 +250,7 @@ def test_observability_expects_each_replica_to_make_the_reference_share() -> Non
     assert batch is not None and batch.expected_tokens_per_replica == 92_524
     gateway = plan(nodes=2, routing="gateway").observability
     assert gateway is not None and gateway.gateway and gateway.expected_tokens_per_replica == round(95_000 * (1 - 0.31))
-    other = plan(nodes=2, model={"id": "Qwen/Qwen3.5-27B"}).observability
+    other = plan(nodes=2, model={"id": "Qwen/Qwen3.5-27B", "config": OWN_CONFIG}).observability
     assert other is not None and other.expected_tokens_per_replica is None
     idle = plan(nodes=0).observability
     assert idle is not None and not idle.alerting and idle.cold_start_minutes == 25

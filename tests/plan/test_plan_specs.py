@@ -26,6 +26,9 @@ from plan.stack import (
 )
 from stacks.settings import StackSettings
 
+# A config.json for model ids the catalogue lacks (llm:model.config): the 27B's.
+OWN_CONFIG = "facts/data/models/Qwen--Qwen3.5-27B-FP8/config.json"
+
 PROJECT = "example-project"  # 15 characters: the bucket-name boundaries below count on it
 MIRROR = f"europe-west4-docker.pkg.dev/{PROJECT}/docker-hub"
 # A bucket name as Cloud Storage takes it, kept to the characters the stack's names use.
@@ -346,7 +349,7 @@ def test_the_benchmark_spec_carries_the_benchmark_and_workload_settings() -> Non
         nodes=2,
         benchmark=bench,
         workload={"inputTokens": 1000, "outputTokens": 300, "rangeRatio": 0.25},
-        model={"id": "Qwen/Qwen3-8B", "servedName": "chat"},
+        model={"id": "Qwen/Qwen3-8B", "servedName": "chat", "config": OWN_CONFIG},
     ).benchmark
     assert spec is not None
     assert (spec.run, spec.clients_per_node, spec.concurrency_per_client, spec.prompts_per_client) == (3, 4, 256, 999)

@@ -136,7 +136,12 @@ def test_the_mamba_cache_mode_needs_prefix_caching_and_chunked_prefill(key: str)
     assert ServingProfile.model_validate({key: False, "mambaCacheMode": "none"}).mamba_cache_mode == "none"
 
 
-def test_data_parallel_is_one_engine_per_gpu() -> None:
-    assert ServingProfile(data_parallel_size=8).data_parallel_size == 8
-    for size in (7, 9):
-        assert problem(dataParallelSize=size).startswith(f"llm:serving.dataParallelSize: {size} must equal the GPUs of one A4 node (8)")
+def test_data_parallel_takes_the_gpus_tensor_parallel_leaves() -> None:
+    assert ServingProfile().data_parallel_size == 8
+    assert ServingProfile.model_validate({"tensorParallelSize": 2}).data_parallel_size == 4
+    assert ServingProfile.model_validate({"tensorParallelSize": 2, "dataParallelSize": 2}).data_parallel_size == 2
+    for size in (4, 7):
+        assert problem(dataParallelSize=size).startswith(
+            f"llm:serving.dataParallelSize: {size} makes a pod of dataParallelSize {size} x tensorParallelSize 1 = {size} GPUs; "
+            "an A4 pod takes the node's 8; shapes that fit Qwen/Qwen3.5-27B-FP8: tensorParallelSize 1 x dataParallelSize 8"
+        )

@@ -48,7 +48,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "data parallel other than the node's GPUs",
         {"llm:serving": {"dataParallelSize": 4}},
-        ["llm:serving.dataParallelSize: 4 must equal the GPUs of one A4 node (8)"],
+        ["llm:serving.dataParallelSize: 4 makes a pod of dataParallelSize 4 x tensorParallelSize 1 = 4 GPUs; an A4 pod takes the node's 8"],
     ),
     (
         "unpinned image",
