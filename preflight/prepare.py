@@ -38,8 +38,8 @@ def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
     if settings.model.serves == "embed":
         # Its first requests, drain and benchmark are completions, chats and generated tokens/s (preflight/run.py).
         raise SystemExit(
-            f"the preflight checks a model that generates; {settings.model.id} is an embedding model (llm:model.task embed), "
-            "which vLLM's pooling runner refuses completions: it is not run for it"
+            f"the preflight checks a model that generates, with completions, chats and vllm bench serve; {settings.model.id} is "
+            "an embedding model (llm:model.task embed), whose pooling runner answers none of them: it is not run for it"
         )
     # Client 0's command line reads neither the node count nor the labels: a stack scaled to zero has one too.
     spec = benchmark_spec(settings, {}, settings.benchmark.image)
