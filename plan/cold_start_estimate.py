@@ -31,8 +31,6 @@ FLEX_START_SOURCE = "no reference figure: flex-start waits in the Dynamic Worklo
 IMAGE_STREAMED_SECONDS = 30.0
 IMAGE_PULLED_SECONDS = 191.0
 IMAGE_SOURCE = "ai-on-gke startup-latency guide: a 5.4 GB image, creation to serving in {} s {}"
-# Weights of Qwen3.5-27B-FP8 (reference: ~29 GB).
-WEIGHT_BYTES = 29e9
 MIB = 2**20
 # The reference ran its cache at 2,400 MiB/s; a wake reads the same bytes on every node at once.
 THROUGHPUT_PER_NODE_MIBPS = 2400
@@ -69,6 +67,8 @@ class CacheDisk:
     price_per_gib_month: float
     price_per_mibps_month: float
     snapshot_price_per_gib_month: float
+    # The model's weights as a node reads them at a wake (facts/models.py, the MTP drafter's when it drafts).
+    weight_bytes: int
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,9 @@ def weights(cache: CacheDisk | None, replicas: int) -> Figure:
         return Figure(None, "no reference figure: without the cache each replica downloads the weights from Hugging Face")
     share = cache.throughput_mibps / max(replicas, 1)
     return Figure(
-        WEIGHT_BYTES / (share * MIB),
-        f"~29 GB at {cache.throughput_mibps:,} MiB/s shared by {replicas} node(s): {share:,.0f} MiB/s each",
+        cache.weight_bytes / (share * MIB),
+        f"{cache.weight_bytes / 2**30:.1f} GiB of weights at {cache.throughput_mibps:,} MiB/s shared by {replicas} node(s): "
+        f"{share:,.0f} MiB/s each",
     )
 
 

@@ -34,7 +34,7 @@ from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
 from stacks.drain import DrainSettings
-from stacks.engine import engine_shape
+from stacks.engine import download_deadline_minutes, engine_shape, loaded_bytes
 from stacks.model import ModelSettings
 from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
@@ -701,6 +701,7 @@ def costing(settings: StackSettings) -> Costing:
             cache.price_per_gib_month,
             cache.price_per_mibps_month,
             cache.snapshot_price_per_gib_month,
+            loaded_bytes(settings.model.facts, settings.serving),
         )
         if cache.enabled
         else None,
@@ -757,7 +758,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             disk.download_method,
             disk.download_machine_family,
             disk.download_retries,
-            disk.download_deadline_minutes,
+            download_deadline_minutes(settings.model.facts, disk),
             pulled_from(disk.download_image, settings),
             protect=settings.production,
         )

@@ -15,7 +15,7 @@ class CacheSettings(Section):
     enabled: ConfigBool = True
     """Pre-stage the weights on Hyperdisk ML. Off: every replica downloads them at start."""
     size_gi: int = Field(default=100, ge=40, le=65536)
-    """Volume size in GiB (the FP8 27B weights are ~29 GB; at least 40)."""
+    """Volume size in GiB (at least 40), at least the model's weights (the plan shows them)."""
     throughput_mibps: int = Field(default=2400, ge=400, le=1_200_000)
     """Provisioned throughput of the volume in MiB/s (Hyperdisk ML: 400 to 1,200,000)."""
     download_method: Literal["hf", "git-lfs"] = "git-lfs"
@@ -26,8 +26,8 @@ class CacheSettings(Section):
     """Download Job image; must be multi-arch (it runs on Arm for C4A)."""
     download_retries: int = Field(default=3, ge=0, le=10)
     """Retries of the download Job before it fails."""
-    download_deadline_minutes: int = Field(default=60, ge=5, le=24 * 60)
-    """Deadline of the whole download Job."""
+    download_deadline_minutes: int | None = Field(default=None, ge=5, le=24 * 60)
+    """Deadline of the whole download Job; default: the model's weights at 8 MiB/s, and at least 60 minutes."""
     price_per_gib_month: float = Field(default=0.08, ge=0)
     """US dollars per GiB-month, for the estimates (an unofficial figure)."""
     price_per_mibps_month: float = Field(default=0.12, ge=0)

@@ -13,6 +13,11 @@ from stacks.problems import ConfigProblem
 from stacks.serving import ServingProfile
 
 GIB = 2**30
+MIB = 2**20
+# The download Job's default deadline: the weights at this rate, and never under an hour. A floor far below a
+# Hugging Face download over Cloud NAT, so that only a stalled download (Xet stalled at 16-20 GB: docs/reference.md) hits it.
+DOWNLOAD_FLOOR_MIBPS = 8
+DOWNLOAD_LEAST_MINUTES = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,16 +57,18 @@ def loaded_bytes(model: ModelFacts, serving: ServingProfile) -> int:
     return model.weight_bytes + (model.mtp_weight_bytes if mtp_tokens(model, serving) else 0)
 
 
-def weight_bytes_per_gpu(model: ModelFacts, serving: ServingProfile, tensor: int, data: int, *, expert_parallel: bool) -> int:
-    """Each GPU's share: tensor parallel splits every layer; expert parallel spreads the experts over all the engines' GPUs."""
+def weight_bytes_per_gpu(model: ModelFacts, serving: ServingProfile, tensor: int, data: int) -> int:
+    """Each GPU's share: tensor parallel splits every layer; a MoE layer's experts are split over all the pod's GPUs,
+    with expert parallel or not (vLLM's FusedMoEParallelConfig.make flattens tensor parallel across data parallel:
+    vllm/model_executor/layers/fused_moe/config.py)."""
     loaded = loaded_bytes(model, serving)
     experts = model.expert_weight_bytes
-    return math.ceil((loaded - experts) / tensor + experts / (tensor * data if expert_parallel else tensor))
+    return math.ceil((loaded - experts) / tensor + experts / (tensor * data))
 
 
-def weights_fit(model: ModelFacts, serving: ServingProfile, tensor: int, data: int, *, expert_parallel: bool) -> bool:
+def weights_fit(model: ModelFacts, serving: ServingProfile, tensor: int, data: int) -> bool:
     share = B200_HBM_BYTES * serving.gpu_memory_utilization
-    return weight_bytes_per_gpu(model, serving, tensor, data, expert_parallel=expert_parallel) <= share
+    return weight_bytes_per_gpu(model, serving, tensor, data) <= share
 
 
 def fitting_shapes(model: ModelFacts, serving: ServingProfile) -> list[str]:
@@ -69,7 +76,7 @@ def fitting_shapes(model: ModelFacts, serving: ServingProfile) -> list[str]:
     shapes = []
     for tensor in (1, 2, 4, 8):
         data = GPUS_PER_NODE // tensor
-        if weights_fit(model, serving, tensor, data, expert_parallel=serving.expert_parallel):
+        if weights_fit(model, serving, tensor, data):
             shapes.append(f"tensorParallelSize {tensor} x dataParallelSize {data}")
     return shapes
 
@@ -96,8 +103,8 @@ def check_engine(model: ModelFacts, serving: ServingProfile, cache: CacheSetting
             serving.mtp_tokens,
             f"needs MTP layers; {model.model_id}'s config.json has none: set 0 or leave it unset",
         )
-    if not weights_fit(model, serving, tensor, data, expert_parallel=serving.expert_parallel):
-        per_gpu = weight_bytes_per_gpu(model, serving, tensor, data, expert_parallel=serving.expert_parallel)
+    if not weights_fit(model, serving, tensor, data):
+        per_gpu = weight_bytes_per_gpu(model, serving, tensor, data)
         raise ConfigProblem(
             ("serving", "tensorParallelSize"),
             tensor,
@@ -135,3 +142,11 @@ def _check_mamba(model: ModelFacts, serving: ServingProfile) -> None:
                     f"needs {key}: true (vLLM turns the mode off without prefix caching and refuses it without chunked "
                     "prefill); turn it on, or unset mambaCacheMode and mambaBlockSize",
                 )
+
+
+def download_deadline_minutes(model: ModelFacts, cache: CacheSettings) -> int:
+    """The download Job's deadline: the setting, else the checkpoint (MTP layers included) at the floor rate, an hour at least."""
+    if cache.download_deadline_minutes is not None:
+        return cache.download_deadline_minutes
+    minutes = math.ceil((model.weight_bytes + model.mtp_weight_bytes) / (DOWNLOAD_FLOOR_MIBPS * MIB) / 60)
+    return max(minutes, DOWNLOAD_LEAST_MINUTES)

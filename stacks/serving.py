@@ -72,7 +72,7 @@ class ServingProfile(Section):
     data_parallel_size: int = Field(default=GPUS_PER_NODE, ge=1, le=GPUS_PER_NODE)
     """Engines per pod; default: the node's 8 GPUs / tensorParallelSize. dataParallelSize x tensorParallelSize must be 8."""
     expert_parallel: ConfigBool = False
-    """Spread an MoE model's experts over the engines' GPUs instead of splitting each (--enable-expert-parallel)."""
+    """MoE models: give each GPU of the pod whole experts instead of a slice of every one (--enable-expert-parallel)."""
     max_model_len: int = Field(default=2560, gt=0)
     """Context length. The default 131072 wasted 85x of the KV cache; size it to input + output."""
     max_num_batched_tokens: int = Field(default=16384, gt=0)

@@ -78,8 +78,20 @@ def test_the_download_job_has_bounded_retries_a_deadline_and_a_timeout_beyond_it
     job = download_job(rendered("dev"))
     spec = job.inputs["spec"]
     assert spec["backoffLimit"] == 3
-    assert spec["activeDeadlineSeconds"] == 3600
-    assert job.custom_timeouts["create"] == "70m"
+    # The 27B's checkpoint (28.8 GiB with its MTP layers) at 8 MiB/s: 62 minutes.
+    assert spec["activeDeadlineSeconds"] == 62 * 60
+    assert job.custom_timeouts["create"] == "72m"
+
+
+def test_the_download_deadline_follows_the_models_weights_unless_set() -> None:
+    # The 397B in FP8 (378.3 GiB) at 8 MiB/s: 807 minutes; a small model keeps the hour.
+    big = download_job(
+        render_with("dev", model={"id": "Qwen/Qwen3.5-397B-A17B-FP8"}, serving={"tensorParallelSize": 8}, cache={"sizeGi": 400})
+    )
+    assert big.inputs["spec"]["activeDeadlineSeconds"] == 807 * 60
+    small = download_job(render_with("dev", model={"id": "Qwen/Qwen3-Embedding-8B"}))
+    assert small.inputs["spec"]["activeDeadlineSeconds"] == 60 * 60
+    assert download_job(render_with("dev", cache={"downloadDeadlineMinutes": 30})).inputs["spec"]["activeDeadlineSeconds"] == 30 * 60
 
 
 def test_the_download_job_runs_on_an_arm_cpu_node_in_the_cache_zone() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from facts.models import catalogue_folder, facts_in
 from plan.cold_start_estimate import (
     COMPILE_COLD_SECONDS,
     COMPILE_WARM_SECONDS,
@@ -13,12 +14,15 @@ from plan.cold_start_estimate import (
     IMAGE_PULLED_SECONDS,
     IMAGE_STREAMED_SECONDS,
     NODE_PROVISIONING_SECONDS,
-    WEIGHT_BYTES,
     ColdStart,
     image_streamed,
 )
 from plan.stack import plan_stack
 from stacks.settings import StackSettings
+
+# What a node reads at a wake of the default stack: the 27B and its MTP drafter (facts/models.py).
+QWEN = facts_in(catalogue_folder("Qwen/Qwen3.5-27B-FP8"), "Qwen/Qwen3.5-27B-FP8")
+WEIGHT_BYTES = QWEN.weight_bytes + QWEN.mtp_weight_bytes
 
 
 def wake(**values: Any) -> ColdStart:
@@ -125,7 +129,7 @@ def test_with_the_compile_cache_off_every_wake_compiles() -> None:
 
 
 def test_the_sized_cache_says_how_many_wakes_a_month_pay_for_its_throughput() -> None:
-    # Prod's wake: 12 reserved nodes at $88.93 reading ~29 GB; Hyperdisk ML at $0.12 per MiB/s-month.
+    # Prod's wake: 12 reserved nodes at $88.93 reading the 27B's weights; Hyperdisk ML at $0.12 per MiB/s-month.
     twelve = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
     assert twelve.sizing is not None
     extra = (12 * 2400 - 2400) * 0.12
@@ -137,3 +141,13 @@ def test_the_sized_cache_says_how_many_wakes_a_month_pay_for_its_throughput() ->
     assert free.sizing is not None and free.sizing.as_output()["breakEvenWakesPerMonth"] == 0
     unpriced = wake(nodes=12, capacity={"mode": "flex-start"})
     assert unpriced.sizing is not None and unpriced.sizing.as_output()["breakEvenWakesPerMonth"] is None
+
+
+def test_the_weights_phase_reads_the_models_own_weights() -> None:
+    # The 70B in bf16 reads about 4.6 times the 27B's bytes at the same throughput (no MTP drafter).
+    llama = facts_in(catalogue_folder("meta-llama/Llama-3.3-70B-Instruct"), "meta-llama/Llama-3.3-70B-Instruct")
+    cold_start = wake(model={"id": "meta-llama/Llama-3.3-70B-Instruct"}, cache={"sizeGi": 200})
+    assert cold_start.weights.seconds == pytest.approx(llama.weight_bytes / (2400 * 2**20))
+    assert cold_start.weights.source.startswith("131.4 GiB of weights at 2,400 MiB/s")
+    # Without MTP the drafter is not read.
+    assert wake(serving={"mtpTokens": 0}).weights.seconds == pytest.approx(QWEN.weight_bytes / (2400 * 2**20))

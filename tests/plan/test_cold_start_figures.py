@@ -93,11 +93,16 @@ def test_throughput_that_costs_nothing_pays_off_at_once_and_one_that_saves_nothi
 
 def test_a_cache_sized_for_three_nodes_saves_their_wait_at_the_node_price() -> None:
     cache = CacheDisk(
-        size_gi=100, throughput_mibps=2400, price_per_gib_month=0.08, price_per_mibps_month=0.12, snapshot_price_per_gib_month=0.05
+        size_gi=100,
+        throughput_mibps=2400,
+        price_per_gib_month=0.08,
+        price_per_mibps_month=0.12,
+        snapshot_price_per_gib_month=0.05,
+        weight_bytes=29 * 10**9,
     )
     sized = sizing(cache, 3, 100_000.0)
     assert sized is not None and sized.throughput_mibps == 3 * 2400
-    # Each node reads ~29 GB at 800 MiB/s now and at 2,400 MiB/s sized; three nodes at $100,000 an hour wait less.
+    # Each node reads 29 GB at 800 MiB/s now and at 2,400 MiB/s sized; three nodes at $100,000 an hour wait less.
     saved = 29e9 / (800 * MIB) - 29e9 / (2400 * MIB)
     assert sized.saves_per_wake == round(3 * 100_000 * saved / 3600, 2)
     assert sized.extra_per_month == pytest.approx((7200 - 2400) * 0.12)
@@ -114,8 +119,8 @@ def test_each_figure_says_where_it_comes_from() -> None:
         pulled.source == "ai-on-gke startup-latency guide: a 5.4 GB image, creation to serving in 191 s pulled whole (not streamable here)"
     )
     assert weights(None, 2).source == "no reference figure: without the cache each replica downloads the weights from Hugging Face"
-    cache = CacheDisk(100, 2400, 0.08, 0.12, 0.05)
-    assert weights(cache, 12).source == "~29 GB at 2,400 MiB/s shared by 12 node(s): 200 MiB/s each"
+    cache = CacheDisk(100, 2400, 0.08, 0.12, 0.05, 30 * 2**30)
+    assert weights(cache, 12).source == "30.0 GiB of weights at 2,400 MiB/s shared by 12 node(s): 200 MiB/s each"
 
 
 def test_the_compile_figures_say_whether_the_compile_cache_is_on() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from facts.models import catalogue_folder, facts_in
 from plan.stack import BatchWindow, StackPlan, plan_stack
 from stacks.settings import StackSettings
 
@@ -331,8 +332,9 @@ def test_the_estimates_say_why_no_reference_figure_applies(values: dict[str, Any
 def test_the_expected_cold_start_reads_the_cache_the_stack_keeps(full: StackPlan) -> None:
     cold = full.estimate.cold_start
     assert cold is not None and cold.replicas == 6
-    # ~29 GB of weights read by 6 nodes sharing 1,200 MiB/s.
-    assert math.isclose(cold.weights.seconds or 0, 29e9 / (1200 / 6 * 2**20))
+    # The 27B's weights and MTP drafter (the config the stack names) read by 6 nodes sharing 1,200 MiB/s.
+    model = facts_in(catalogue_folder("Qwen/Qwen3.5-27B-FP8"), "Qwen/Qwen3.5-27B-FP8")
+    assert math.isclose(cold.weights.seconds or 0, (model.weight_bytes + model.mtp_weight_bytes) / (1200 / 6 * 2**20))
     assert cold.price_per_node_hour == 50.0
 
 

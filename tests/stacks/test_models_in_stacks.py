@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from facts.models import CATALOGUE, catalogue
+from facts.models import CATALOGUE, catalogue, catalogued
 from render.engine import Render
+from stacks.engine import loaded_bytes, weight_bytes_per_gpu
+from stacks.serving import ServingProfile
 from tests.conftest import render_with
-from tests.stacks.handed import problem
+from tests.stacks.handed import parsed, problem
 
 LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
 LLAMA_FP8 = "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
@@ -36,9 +39,13 @@ def test_the_70b_gets_no_mtp_and_no_mamba_flags() -> None:
 
 
 def test_the_70b_in_fp8_runs_tensor_parallel_2_by_data_parallel_4() -> None:
-    args = command(render_with("dev", model={"id": LLAMA_FP8}, serving={"tensorParallelSize": 2}))
+    render = render_with("dev", model={"id": LLAMA_FP8}, serving={"tensorParallelSize": 2})
+    args = command(render)
     assert "--tensor-parallel-size=2" in args and "--data-parallel-size=4" in args
     assert args.index("--tensor-parallel-size=2") + 1 == args.index("--data-parallel-size=4")
+    # The startup probe waits for an answer from each of the four engines, not from eight.
+    deployment = render.one("kubernetes:apps/v1:Deployment", "vllm").inputs
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["exec"]["command"][-1] == "4"
 
 
 @pytest.mark.parametrize("model_id", [QWEN_397B, QWEN_397B_NVFP4])
@@ -86,10 +93,22 @@ def test_a_shape_whose_gpus_are_not_8_is_refused_with_the_shapes_that_fit(servin
 
 
 def test_weights_that_do_not_fit_the_shape_are_refused_with_the_shapes_that_do() -> None:
-    found = problem(model={"id": QWEN_397B}, cache={"sizeGi": 400})
-    assert found.startswith("llm:serving.tensorParallelSize: 1 leaves 378.3 GiB of Qwen/Qwen3.5-397B-A17B-FP8's weights on each GPU")
+    # The 70B in bf16 (131.4 GiB) on one GPU, against 70% of a B200's 180 GB.
+    found = problem(model={"id": LLAMA}, serving={"gpuMemoryUtilization": 0.7}, cache={"sizeGi": 200})
+    assert found.startswith("llm:serving.tensorParallelSize: 1 leaves 131.4 GiB of meta-llama/Llama-3.3-70B-Instruct's weights on each GPU")
     assert found.endswith(
-        "shapes that fit Qwen/Qwen3.5-397B-A17B-FP8: tensorParallelSize 4 x dataParallelSize 2; tensorParallelSize 8 x dataParallelSize 1"
+        "shapes that fit meta-llama/Llama-3.3-70B-Instruct: tensorParallelSize 2 x dataParallelSize 4; "
+        "tensorParallelSize 4 x dataParallelSize 2; tensorParallelSize 8 x dataParallelSize 1"
+    )
+
+
+def test_a_moe_models_experts_are_split_over_every_gpu_of_the_pod() -> None:
+    # vLLM shards the experts over data x tensor parallel ranks: the 397B's 360 GiB of experts fit eight engines of one GPU.
+    moe = catalogued(QWEN_397B)
+    assert moe is not None
+    serving = ServingProfile()
+    assert weight_bytes_per_gpu(moe, serving, 1, 8) == weight_bytes_per_gpu(moe, serving, 8, 1) + math.ceil(
+        (loaded_bytes(moe, serving) - moe.expert_weight_bytes) * (1 - 1 / 8)
     )
 
 
@@ -119,3 +138,13 @@ def test_a_cache_smaller_than_the_weights_is_refused_with_the_size_needed() -> N
         "included); use at least 132"
     )
     assert problem(model={"id": QWEN_397B}, serving={"tensorParallelSize": 8}).startswith("llm:cache.sizeGi: 100 cannot hold")
+
+
+def test_a_model_in_the_hugging_face_cache_is_read_from_its_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = tmp_path / "hub" / "models--acme--cached-70b" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text((CATALOGUE / "meta-llama--Llama-3.3-70B-Instruct" / "config.json").read_text(), encoding="utf-8")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    settings = parsed(model={"id": "acme/cached-70b"}, cache={"sizeGi": 200})
+    llama = catalogued(LLAMA)
+    assert llama is not None and settings.model.facts.parameters == llama.parameters
