@@ -409,9 +409,7 @@ class EngineProfile:
     embedding: Embedding | None = None
 
 
-def engine_profile(
-    serving: ServingProfile, model: ModelFacts, max_num_seqs: int, embedding: Embedding | None = None
-) -> EngineProfile:
+def engine_profile(serving: ServingProfile, model: ModelFacts, max_num_seqs: int, embedding: Embedding | None = None) -> EngineProfile:
     """The engine's flags for ``model``: its parallel shape, only the flags its architecture takes (stacks/engine.py),
     and ``max_num_seqs``, the stack's, from the memory budget when serving leaves it unset; an embedding model takes
     none of the generation flags (stacks/settings.py refuses them set)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import field_validator, model_validator
 
-from facts.models import ModelConfigError, ModelFacts, Task, catalogue, catalogue_folder, catalogued, facts_in, hf_cache_snapshot
+from facts.models import ModelConfigError, ModelFacts, Task, catalogue, catalogued, facts_in, hf_cache_snapshot
 from stacks.problems import ConfigProblem
 from stacks.section import Section
 

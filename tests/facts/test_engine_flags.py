@@ -31,5 +31,5 @@ def test_the_replicas_write_the_tables_flags_in_its_order_then_extra_args() -> N
     assert written == [row.flag for row in ENGINE_FLAGS if row.value is not None and row.flag != "--runner"]
     embedder = catalogued("Qwen/Qwen3-Embedding-8B")
     assert embedder is not None
-    pooling = engine_args(engine_profile(ServingProfile(), embedder, Embedding(length=embedder.hidden_size)), "/m", "served")
+    pooling = engine_args(engine_profile(ServingProfile(), embedder, 256, Embedding(length=embedder.hidden_size)), "/m", "served")
     assert pooling[3:5] == ["--served-model-name=served", "--runner=pooling"]
