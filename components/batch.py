@@ -136,6 +136,7 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
         layout.ENV_BUCKET: spec.bucket,
         layout.ENV_SERVING_URL: spec.serving_url,
         layout.ENV_SERVED_MODEL: spec.served_model,
+        layout.ENV_MODEL_TASK: spec.model_task,
         layout.ENV_REPLICAS_DEPLOYMENT: spec.deployment,
         layout.ENV_CONCURRENCY_PER_REPLICA: str(spec.concurrency_per_replica),
         layout.ENV_METRICS_PORT: str(layout.METRICS_PORT),

@@ -68,9 +68,16 @@ def model_source(model_id: str, cache: CacheMount | None) -> str:
 
 
 def warm_up_command(profile: EngineProfile, served_name: str) -> list[str]:
-    """The startup probe's command: one completion per data-parallel engine, answered in full."""
+    """The startup probe's command: one request per data-parallel engine, answered in full.
+
+    A completion with a finish_reason; for an embedding model (vLLM refuses it completions), a vector of its length.
+    """
+    engines = str(profile.data_parallel_size)
+    if profile.embedding is not None:
+        url = f"http://127.0.0.1:{profile.port}/v1/embeddings"
+        return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, engines, str(profile.embedding.length)]
     url = f"http://127.0.0.1:{profile.port}/v1/completions"
-    return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, str(profile.data_parallel_size)]
+    return ["python3", "-c", WARM_UP_SCRIPT, url, served_name, engines]
 
 
 def _probes(profile: EngineProfile, served_name: str) -> dict[str, Any]:

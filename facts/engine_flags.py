@@ -61,10 +61,18 @@ def _never(_: Any) -> str | None:
     return None
 
 
+def _pooling(embedding: object | None) -> str | None:
+    # An embedding model (model.task embed) pools instead of generating: vLLM then resolves `--convert auto` to embed
+    # for a causal LM's architecture and keeps a native embedding architecture as it is (vllm/config/model.py,
+    # _get_default_convert_type, 0.18.1 and 0.33.0).
+    return None if embedding is None else "--runner=pooling"
+
+
 ENGINE_FLAGS = (
     # The model is vllm serve's positional argument; --model would name a second one.
     EngineFlag("--model", "model.id", None, _never),
     EngineFlag("--served-model-name", "model.servedName", "served_name", _value("--served-model-name")),
+    EngineFlag("--runner", "model.task", "embedding", _pooling, aliases=("--convert",)),
     EngineFlag("--host", "(always 0.0.0.0)", "host", _value("--host")),
     EngineFlag("--port", "serving.port", "port", _value("--port")),
     # One engine per GPU writes no --tensor-parallel-size (vLLM's default is 1).

@@ -374,6 +374,13 @@ def rollout(settings: StackSettings) -> Rollout:
 
 
 @dataclass(frozen=True)
+class Embedding:
+    """An embedding model's engine: vLLM's pooling runner, answering each input with one vector of ``length`` numbers."""
+
+    length: int
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """What the replicas read of the serving section: the engine's flags, environment and resources."""
 
@@ -399,12 +406,16 @@ class EngineProfile:
     cold_start_minutes: int
     cpu: str
     memory: str
+    # An embedding model (model.task embed); None for a model that generates.
+    embedding: Embedding | None = None
 
 
-def engine_profile(serving: ServingProfile, model: ModelFacts, max_num_seqs: int) -> EngineProfile:
+def engine_profile(serving: ServingProfile, model: ModelFacts, max_num_seqs: int, embedding: Embedding | None = None) -> EngineProfile:
     """The engine's flags for ``model``: its parallel shape, only the flags its architecture takes (stacks/engine.py),
-    and ``max_num_seqs``, the stack's, from the memory budget when serving leaves it unset."""
+    and ``max_num_seqs``, the stack's, from the memory budget when serving leaves it unset; an embedding model takes
+    none of the generation flags (stacks/settings.py refuses them set)."""
     shape = engine_shape(model, serving)
+    generates = embedding is None
     return EngineProfile(
         port=serving.port,
         tensor_parallel_size=shape.tensor_parallel_size,
@@ -419,14 +430,15 @@ def engine_profile(serving: ServingProfile, model: ModelFacts, max_num_seqs: int
         enable_chunked_prefill=serving.enable_chunked_prefill,
         attention_backend=serving.attention_backend,
         optimization_level=serving.optimization_level,
-        mtp_tokens=shape.mtp_tokens,
-        mamba_cache_mode=shape.mamba_cache_mode if serving.facts.takes("--mamba-cache-mode") else None,
-        mamba_block_size=shape.mamba_block_size,
+        mtp_tokens=shape.mtp_tokens if generates else 0,
+        mamba_cache_mode=shape.mamba_cache_mode if generates and serving.facts.takes("--mamba-cache-mode") else None,
+        mamba_block_size=shape.mamba_block_size if generates else None,
         extra_args=serving.extra_args,
         env=dict(serving.env),
         cold_start_minutes=serving.cold_start_minutes,
         cpu=serving.cpu,
         memory=serving.memory,
+        embedding=embedding,
     )
 
 
@@ -575,6 +587,8 @@ class BatchSpec:
     deployment: str
     serving_url: str
     served_model: str
+    # The model's task: which urls a batch line may name.
+    model_task: str
     concurrency_per_replica: int
     max_replicas: int
     workers: int
@@ -713,8 +727,15 @@ class StackPlan:
     batch: BatchSpec | None = None
 
 
+def embedding(model: ModelSettings) -> Embedding | None:
+    """An embedding model's engine, its vector as long as the model's hidden size (its pooler returns a hidden state)."""
+    return Embedding(length=model.facts.hidden_size) if model.serves == "embed" else None
+
+
 def unmeasured_reason(settings: StackSettings) -> str | None:
     """Why no reference figure applies to the stack, or None when one does."""
+    if settings.model.serves == "embed":
+        return f"model {settings.model.id} is an embedding model (model.task embed): it generates no tokens, and no vectors/s were measured"
     if settings.model.id != ModelSettings().id:
         return f"model {settings.model.id} was not measured"
     if settings.workload != WorkloadSettings():
@@ -877,7 +898,7 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=engine_profile(settings.serving, settings.model.facts, budget.max_num_seqs),
+        profile=engine_profile(settings.serving, settings.model.facts, budget.max_num_seqs, embedding(settings.model)),
         model_id=settings.model.id,
         served_name=settings.model.public_name,
         scheduling=placement,
@@ -928,6 +949,7 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
             deployment=name,
             serving_url=replicas.url,
             served_model=settings.model.public_name,
+            model_task=settings.model.serves,
             # Requests the autoscaler counts on per replica: sending that many per Ready replica
             # keeps each busy without piling a queue on the first one Ready.
             concurrency_per_replica=settings.autoscaling.requests_per_replica,

@@ -35,6 +35,12 @@ def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
 
 def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
     """The benchmark client of one serving node and the model's id, as the preflight reads them."""
+    if settings.model.serves == "embed":
+        # Its first requests, drain and benchmark are completions, chats and generated tokens/s (preflight/run.py).
+        raise SystemExit(
+            f"the preflight checks a model that generates, with completions, chats and vllm bench serve; {settings.model.id} is "
+            "an embedding model (llm:model.task embed), whose pooling runner answers none of them: it is not run for it"
+        )
     # Client 0's command line reads neither the node count nor the labels: a stack scaled to zero has one too.
     spec = benchmark_spec(settings, {}, settings.benchmark.image)
     return {

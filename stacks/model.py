@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import field_validator, model_validator
 
-from facts.models import ModelConfigError, ModelFacts, catalogue, catalogued, facts_in, hf_cache_snapshot
+from facts.models import ModelConfigError, ModelFacts, Task, catalogue, catalogued, facts_in, hf_cache_snapshot
 from stacks.problems import ConfigProblem
 from stacks.section import Section
 
@@ -26,6 +26,8 @@ class ModelSettings(Section):
     """Public model name clients send; default: the model id."""
     config: str | None = None
     """The model's config.json, relative to the project root; default: the catalogue's, else the Hugging Face cache's."""
+    task: Task | None = None
+    """`generate` (text: completions and chat) or `embed` (vectors on /v1/embeddings: vLLM's pooling runner). Default: the model's own."""
 
     @field_validator("id")
     @classmethod
@@ -54,6 +56,24 @@ class ModelSettings(Section):
     def facts(self) -> ModelFacts:
         """What the model is (facts/models.py): its layers, weights, state and task."""
         return facts_of(self.id, self.config)
+
+    @property
+    def serves(self) -> Task:
+        """The task the engine runs: the setting, else the model's (an embedding model embeds)."""
+        return self.task or self.facts.task
+
+    @model_validator(mode="after")
+    def _task_fits_the_model(self) -> ModelSettings:
+        facts = self.facts
+        if self.task == "generate" and facts.task == "embed":
+            # vLLM refuses `--runner generate` for a model that only pools (vllm/config/model.py, ModelConfig, 0.33.0).
+            raise ConfigProblem(
+                ("task",),
+                self.task,
+                f"does not fit {self.id}: an embedding model (its repository ships sentence-transformers' modules.json, or its "
+                f"architecture {facts.architecture} pools); it generates no text. Use embed, or leave task unset",
+            )
+        return self
 
 
 @cache

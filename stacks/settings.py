@@ -262,6 +262,8 @@ class StackSettings(Section):
             raise ConfigProblem(
                 ("batch", "enabled"), True, "needs autoscaling.enabled: true (KEDA wakes the replicas and the runner); turn both on"
             )
+        # Before the engine's checks: for an embedding model the reason a generation setting is refused is the task.
+        self._embedding_generates_nothing()
         # The shape and the weights before the memory they leave.
         check_engine(self.model.facts, self.serving, self.cache)
         memory.check(self.serving, self.model.facts)
@@ -429,6 +431,27 @@ class StackSettings(Section):
                 workload.input_tokens,
                 f"is too short for vLLM's random dataset at rangeRatio {workload.range_ratio:g}: its shortest prompt would have no "
                 f"token; use at least {math.ceil(1 / (1 - workload.range_ratio))}",
+            )
+
+    def _embedding_generates_nothing(self) -> None:
+        """An embedding model runs on vLLM's pooling runner, which generates no token: what only shapes generation is refused."""
+        if self.model.serves != "embed":
+            return
+        serving, why = self.serving, "model.task is embed: vLLM's pooling runner generates no token"
+        generation_only = (
+            ("mtpTokens", "mtp_tokens", serving.mtp_tokens, "speculative decoding drafts tokens to generate"),
+            # vLLM runs no hybrid model as a pooling model (vllm/config/model.py, is_prefix_caching_supported).
+            ("mambaCacheMode", "mamba_cache_mode", serving.mamba_cache_mode, "it caches the recurrent state of hybrid generation"),
+            ("mambaBlockSize", "mamba_block_size", serving.mamba_block_size, "it goes with mambaCacheMode"),
+        )
+        for key, field, value, what in generation_only:
+            if field in serving.model_fields_set and value:
+                raise ConfigProblem(("serving", key), value, f"is a generation setting ({what}); {why}: remove it")
+        if self.benchmark.enabled:
+            raise ConfigProblem(
+                ("benchmark", "enabled"),
+                True,
+                f"runs vllm bench serve for generated tokens/s, TTFT and TPOT; {why}: turn it off and measure /v1/embeddings otherwise",
             )
 
 

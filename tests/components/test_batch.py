@@ -193,6 +193,7 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert values[layout.ENV_BUCKET] == render.one(BUCKET, "batch").inputs["name"]
     assert values[layout.ENV_SERVING_URL] == "http://vllm.llm-serving.svc.cluster.local:8000/v1"
     assert values[layout.ENV_SERVED_MODEL] == "Qwen/Qwen3.5-27B-FP8"
+    assert values[layout.ENV_MODEL_TASK] == "generate"
     assert values[layout.ENV_REPLICAS_DEPLOYMENT] == "vllm"
     assert values[layout.ENV_CONCURRENCY_PER_REPLICA] == "2000"
     assert values[layout.ENV_METRICS_PORT] == str(layout.METRICS_PORT)

@@ -84,6 +84,7 @@ def test_the_runner_is_told_everything_by_the_names_of_batch_layout() -> None:
         "BATCH_BUCKET": "example-batches",
         "SERVING_URL": "http://vllm-a.serving.svc.cluster.local:8123/v1",
         "SERVED_MODEL": "qwen",
+        "MODEL_TASK": "generate",
         "REPLICAS_DEPLOYMENT": "vllm-a",
         "CONCURRENCY_PER_REPLICA": "640",
         "METRICS_PORT": "9090",

@@ -7,7 +7,7 @@ import pytest
 from components.replicas import engine_args
 from facts.engine_flags import ENGINE_FLAGS
 from facts.models import catalogued
-from plan.stack import Drain, engine_profile
+from plan.stack import Drain, Embedding, engine_profile
 from stacks.serving import ServingProfile
 from tests.stacks.handed import problem
 
@@ -27,4 +27,9 @@ def test_the_replicas_write_the_tables_flags_in_its_order_then_extra_args() -> N
     args = engine_args(profile, "/m", "served", Drain(pre_stop_seconds=5, shutdown_timeout_seconds=30, grace_seconds=40))
     assert args[:3] == ["vllm", "serve", "/m"] and args[-1] == "--seed=7"
     written = ["-O" if arg.startswith("-O") else arg.split("=", 1)[0].replace("--no-", "--", 1) for arg in args[3:-1]]
-    assert written == [row.flag for row in ENGINE_FLAGS if row.value is not None]
+    # A model that generates runs vLLM's default runner: --runner is written for an embedding model only.
+    assert written == [row.flag for row in ENGINE_FLAGS if row.value is not None and row.flag != "--runner"]
+    embedder = catalogued("Qwen/Qwen3-Embedding-8B")
+    assert embedder is not None
+    pooling = engine_args(engine_profile(ServingProfile(), embedder, 256, Embedding(length=embedder.hidden_size)), "/m", "served")
+    assert pooling[3:5] == ["--served-model-name=served", "--runner=pooling"]

@@ -58,6 +58,14 @@ def test_the_preparation_is_the_model_and_client_zeros_command_at_a_placeholder_
     assert client[-1] == "--result-filename=client-0.json"
 
 
+def test_an_embedding_model_is_not_prepared_for_a_preflight_that_sends_completions(tmp_path: Path) -> None:
+    config = DEV | {"llm:model": {"id": "Qwen/Qwen3-Embedding-8B"}}
+    settings = stack_settings("mine", project(tmp_path, "llm", "mine", config))
+    with pytest.raises(SystemExit) as refusal:
+        prepared(settings, "dev")
+    assert "Qwen/Qwen3-Embedding-8B is an embedding model (llm:model.task embed)" in str(refusal.value)
+
+
 def test_the_preparation_names_the_stack_it_was_made_for() -> None:
     assert prepared(stack_settings("dev"), "other")["stack"] == "other"
 

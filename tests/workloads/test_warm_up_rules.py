@@ -12,10 +12,16 @@ from typing import Any
 import pytest
 
 from tests.http_stand_in import serving
-from workloads.warm_up import answered, main
+from workloads.warm_up import answered, embedded, main
 
 FINISHED = {"choices": [{"index": 0, "text": "!", "finish_reason": "length"}]}
 UNFINISHED = {"choices": [{"index": 0, "text": "", "finish_reason": None}]}
+
+
+def vectors(*lengths: int) -> dict[str, Any]:
+    """vLLM's embeddings answer: one entry per input, each a vector."""
+    data = [{"index": i, "object": "embedding", "embedding": [0.5] * length} for i, length in enumerate(lengths)]
+    return {"id": "embd-1", "object": "list", "model": "m", "data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}}
 
 
 @dataclass
@@ -111,3 +117,39 @@ def test_one_engine_still_compiling_fails_the_probe(engine: Engine) -> None:
 def test_a_probe_of_one_sends_one(engine: Engine) -> None:
     assert main(engine.url, "served", 1) == 0
     assert len(engine.seen) == 1
+
+
+def test_an_embedding_is_a_json_post_of_one_input_for_the_served_model(engine: Engine) -> None:
+    engine.replies = [vectors(4)]
+    assert embedded(engine.url, "served/embedder", 4) is True
+    ((method, headers, body),) = engine.seen
+    assert (method, headers["Content-Type"]) == ("POST", "application/json")
+    assert body == {"model": "served/embedder", "input": "Hello"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (vectors(4), True),
+        (vectors(3), False),
+        (vectors(4, 4), True),
+        (vectors(4, 0), False),
+        ({"data": []}, False),
+        ({"data": [{"index": 0, "embedding": None}]}, False),
+        (FINISHED, False),
+        ({"error": {"message": "The model does not support Embeddings API"}}, False),
+    ],
+    ids=["its-length", "another-length", "two-vectors", "one-empty", "no-data", "null-vector", "a-completion", "an-error"],
+)
+def test_an_embedding_counts_only_when_every_vector_has_the_models_length(engine: Engine, reply: dict[str, Any], expected: bool) -> None:
+    engine.replies = [reply]
+    assert embedded(engine.url, "m", 4) is expected
+
+
+def test_the_probe_of_an_embedding_model_sends_n_embeddings_at_once(engine: Engine) -> None:
+    engine.replies, engine.together = [vectors(8)], 8
+    assert main(engine.url, "served", 8, 8) == 0
+    assert [body for _, _, body in engine.seen] == [{"model": "served", "input": "Hello"}] * 8
+    engine.seen.clear()
+    engine.together = 1
+    assert main(engine.url, "served", 2, 16) == 1

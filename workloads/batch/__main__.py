@@ -35,6 +35,7 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
         serving_url=environ[layout.ENV_SERVING_URL],
         concurrency_per_replica=int(environ[layout.ENV_CONCURRENCY_PER_REPLICA]),
         served_model=environ.get(layout.ENV_SERVED_MODEL) or None,
+        task=environ.get(layout.ENV_MODEL_TASK) or RunnerSettings.task,
         api_key=environ.get(layout.ENV_API_KEY) or None,
         workers=int(environ.get(layout.ENV_WORKERS) or 1),
         price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),

@@ -25,6 +25,7 @@ FINISHED: Final = "finished/"  # inputs moved here when done; a lifecycle rule d
 ENV_BUCKET: Final = "BATCH_BUCKET"
 ENV_SERVING_URL: Final = "SERVING_URL"  # the replicas' OpenAI base URL, e.g. http://name.namespace.svc:8000/v1
 ENV_SERVED_MODEL: Final = "SERVED_MODEL"
+ENV_MODEL_TASK: Final = "MODEL_TASK"  # llm:model.task: which urls a line may name (lines.URLS_BY_TASK); default generate
 ENV_API_KEY: Final = "VLLM_API_KEY"  # optional; from the stack's API-key Secret
 ENV_NAMESPACE: Final = "POD_NAMESPACE"
 ENV_REPLICAS_DEPLOYMENT: Final = "REPLICAS_DEPLOYMENT"  # read for Ready replicas and replica-hours

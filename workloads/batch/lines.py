@@ -7,8 +7,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-# The endpoints vLLM's OpenAI-compatible server answers that a batch line may name.
-SUPPORTED_URLS: Final = frozenset({"/v1/chat/completions", "/v1/completions"})
+# The endpoints vLLM's OpenAI-compatible server answers that a batch line may name, by the model's task
+# (llm:model.task): a model that generates answers completions, an embedding model (vLLM's pooling runner)
+# embeddings, and each refuses the other's.
+URLS_BY_TASK: Final = {
+    "generate": ("/v1/chat/completions", "/v1/completions"),
+    "embed": ("/v1/embeddings",),
+}
+
+# Embedding encodings vLLM answers as raw bytes, not JSON (vllm/entrypoints/pooling/embed/serving.py, 0.18.1 and 0.33.0).
+BINARY_ENCODINGS: Final = frozenset({"bytes", "bytes_only"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +33,8 @@ class BadLine:
     message: str
 
 
-def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
-    """Reads one input line; a valid ``custom_id`` joins ``seen``, so a later line with it is a duplicate."""
+def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate") -> Request | BadLine:
+    """Reads one input line for a model of ``task``; a valid ``custom_id`` joins ``seen``, so a later line with it is a duplicate."""
     where = f"line {line_number}"
     try:
         line = json.loads(raw)
@@ -47,11 +55,21 @@ def parse(line_number: int, raw: bytes, seen: set[str]) -> Request | BadLine:
     if method != "POST":
         return BadLine(custom_id, "unsupported_method", f"{where}: method {method!r} is not supported; use 'POST'")
     url = line.get("url")
-    if url not in SUPPORTED_URLS:
-        return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} is not supported; use one of {sorted(SUPPORTED_URLS)}")
+    served = sorted(URLS_BY_TASK[task])
+    if url not in served:
+        known = any(url in urls for urls in URLS_BY_TASK.values())
+        why = f"is not served by this stack's model (model.task {task})" if known else "is not supported"
+        return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} {why}; use one of {served}")
     body = line.get("body")
     if not isinstance(body, dict):
         return BadLine(custom_id, "invalid_body", f"{where}: body must be a JSON object, got {type(body).__name__}")
+    encoding = body.get("encoding_format")
+    if url == "/v1/embeddings" and encoding in BINARY_ENCODINGS:
+        return BadLine(
+            custom_id,
+            "invalid_body",
+            f"{where}: encoding_format {encoding!r} answers in binary, which an output line cannot hold; use 'float' or 'base64'",
+        )
     return Request(custom_id, url, body)
 
 

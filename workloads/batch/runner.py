@@ -36,6 +36,8 @@ class RunnerSettings:
     serving_url: str  # the Service's base URL, ending in /v1
     concurrency_per_replica: int
     served_model: str | None = None
+    # The model's task (llm:model.task): a line whose url it does not serve is an error line, never sent.
+    task: str = "generate"
     api_key: str | None = None
     workers: int = 1
     price_per_replica_hour: float | None = None
@@ -362,7 +364,7 @@ async def run_shard(
         while (chunk := await asyncio.to_thread(feed.get)) is not None:
             if stopped():
                 break
-            parsed = [lines.parse(line_number + offset + 1, raw, seen) for offset, raw in enumerate(chunk)]
+            parsed = [lines.parse(line_number + offset + 1, raw, seen, settings.task) for offset, raw in enumerate(chunk)]
             first_line, line_number = line_number + 1, line_number + len(chunk)
             if index % shards == shard and index not in done:
                 await open_parts.acquire()

@@ -14,6 +14,7 @@ import aiohttp
 
 from workloads.batch.lines import Request
 
+EMBEDDINGS: Final = "/v1/embeddings"
 # Busy (429), failing or draining (5xx: a replica stopping answers 503, a proxy 502/504): worth another try.
 TRANSIENT_STATUS: Final = frozenset({429, 500, 502, 503, 504})
 
@@ -73,8 +74,14 @@ class Limiter:
         self.freed.set()
 
 
-def cut_short(body: Any) -> bool:
-    """An answer whose choices did not finish: vLLM aborted it (a drain cut it, finish_reason "abort") or it ended early."""
+def cut_short(body: Any, url: str) -> bool:
+    """An answer whose choices did not finish: vLLM aborted it (a drain cut it, finish_reason "abort") or it ended early;
+    for an embedding, an answer without a vector for each input."""
+    if url == EMBEDDINGS:
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not data:
+            return True
+        return any(not isinstance(item, dict) or not item.get("embedding") for item in data)
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices:
         return True
@@ -93,8 +100,11 @@ def as_object(text: str) -> dict[str, Any]:
 async def send(session: aiohttp.ClientSession, base_url: str, request: Request, policy: RetryPolicy, ready: Callable[[], bool]) -> Outcome:
     """Posts the request until a replica answers it for good or the attempts run out."""
     url = base_url.rstrip("/") + request.url.removeprefix("/v1")
-    # A batch answer is one JSON object: a stream asked for by the line would be read as text.
-    body = {key: value for key, value in request.body.items() if key != "stream_options"} | {"stream": False}
+    # A batch answer is one JSON object: a stream asked for by the line would be read as text. Embeddings never stream
+    # (vLLM would log the field as ignored).
+    body = {key: value for key, value in request.body.items() if key != "stream_options"}
+    if request.url != EMBEDDINGS:
+        body["stream"] = False
     payload = json.dumps(body, separators=(",", ":")).encode()
     last = Outcome(None, None, {"code": "unreachable", "message": "no attempt made"})
     for attempt in range(policy.attempts):
@@ -127,8 +137,9 @@ async def send(session: aiohttp.ClientSession, base_url: str, request: Request, 
             continue
         if status != 200:
             return Outcome(status, answer, {"code": "request_failed", "message": f"HTTP {status}"}, request_id=request_id)
-        if cut_short(answer):
-            last = Outcome(None, None, {"code": "incomplete_answer", "message": "an answer without a finish_reason (cut by a drain)"})
+        if cut_short(answer, request.url):
+            missing = "a vector for each input" if request.url == EMBEDDINGS else "a finish_reason"
+            last = Outcome(None, None, {"code": "incomplete_answer", "message": f"an answer without {missing} (cut by a drain)"})
             continue
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}

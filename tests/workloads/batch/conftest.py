@@ -72,8 +72,8 @@ class VllmLike:
     def stats(self) -> dict[str, Any]:
         return dict(json.loads(self._request("GET", "/stats").data))
 
-    def configure(self, model: str, faults: dict[str, float]) -> None:
-        self._request("POST", "/configure", json={"model": model, "faults": faults})
+    def configure(self, model: str, faults: dict[str, float], task: str = "generate") -> None:
+        self._request("POST", "/configure", json={"model": model, "faults": faults, "task": task})
 
     def resume(self) -> None:
         """Answers again what ``pause_after`` held."""
@@ -106,11 +106,11 @@ def vllm_like_process() -> Iterator[list[VllmLike]]:
 def vllm_like(vllm_like_process: list[VllmLike]) -> Callable[..., VllmLike]:
     """The worker's vLLM-like server with this test's faults and served model, and every count at zero."""
 
-    def start(model: str = "served-model", **faults: float) -> VllmLike:
+    def start(model: str = "served-model", task: str = "generate", **faults: float) -> VllmLike:
         if not vllm_like_process or vllm_like_process[-1].process.poll() is not None:
             vllm_like_process.append(start_vllm_like())  # the first test, or the last one's server died
         server = vllm_like_process[-1]
-        server.configure(model, faults)
+        server.configure(model, faults, task)
         return server
 
     return start

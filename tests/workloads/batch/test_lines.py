@@ -36,11 +36,20 @@ def test_a_post_to_an_endpoint_vllm_serves_is_a_request(url: str) -> None:
         (line(method="GET"), BadLine("q-1", "unsupported_method", "line 7: method 'GET' is not supported; use 'POST'")),
         (line(method=None), BadLine("q-1", "unsupported_method", "line 7: method None is not supported; use 'POST'")),
         (
+            line(url="/v1/responses"),
+            BadLine(
+                "q-1",
+                "unsupported_url",
+                "line 7: url '/v1/responses' is not supported; use one of ['/v1/chat/completions', '/v1/completions']",
+            ),
+        ),
+        (
             line(url="/v1/embeddings"),
             BadLine(
                 "q-1",
                 "unsupported_url",
-                "line 7: url '/v1/embeddings' is not supported; use one of ['/v1/chat/completions', '/v1/completions']",
+                "line 7: url '/v1/embeddings' is not served by this stack's model (model.task generate); "
+                "use one of ['/v1/chat/completions', '/v1/completions']",
             ),
         ),
         (line(body=[1]), BadLine("q-1", "invalid_body", "line 7: body must be a JSON object, got list")),
@@ -55,6 +64,27 @@ def test_a_bad_line_is_reported_with_its_number_and_what_is_wrong(raw: bytes, ex
         assert found.message.startswith(expected.message) and found.message.endswith(")")
     else:
         assert found.message == expected.message
+
+
+def test_an_embedding_models_batch_takes_embeddings_lines_and_refuses_completions() -> None:
+    embedding = {"model": "qwen-embed", "input": ["a text", "another"]}
+    assert parse(2, line(url="/v1/embeddings", body=embedding), set(), "embed") == Request("q-1", "/v1/embeddings", embedding)
+    for url in ("/v1/chat/completions", "/v1/completions"):
+        message = f"line 2: url {url!r} is not served by this stack's model (model.task embed); use one of ['/v1/embeddings']"
+        assert parse(2, line(url=url), set(), "embed") == BadLine("q-1", "unsupported_url", message)
+
+
+@pytest.mark.parametrize("encoding", ["bytes", "bytes_only"])
+def test_an_embedding_asked_in_binary_is_a_bad_line_and_float_or_base64_a_request(encoding: str) -> None:
+    body = {"model": "e", "input": "text", "encoding_format": encoding}
+    assert parse(4, line(url="/v1/embeddings", body=body), set(), "embed") == BadLine(
+        "q-1",
+        "invalid_body",
+        f"line 4: encoding_format {encoding!r} answers in binary, which an output line cannot hold; use 'float' or 'base64'",
+    )
+    for readable in ("float", "base64"):
+        body["encoding_format"] = readable
+        assert isinstance(parse(4, line(url="/v1/embeddings", body=body), set(), "embed"), Request)
 
 
 def test_a_custom_id_used_again_is_a_duplicate_even_when_its_first_line_was_bad() -> None:

@@ -38,6 +38,7 @@ def test_each_setting_comes_from_its_variable() -> None:
         {
             **REQUIRED,
             layout.ENV_SERVED_MODEL: "Qwen/Qwen3.5-27B-FP8",
+            layout.ENV_MODEL_TASK: "embed",
             layout.ENV_API_KEY: "sk-test",
             layout.ENV_WORKERS: "6",
             layout.ENV_PRICE_PER_REPLICA_HOUR: "88.93",
@@ -54,6 +55,7 @@ def test_each_setting_comes_from_its_variable() -> None:
         serving_url="http://vllm.llm-serving.svc:8000/v1",
         concurrency_per_replica=64,
         served_model="Qwen/Qwen3.5-27B-FP8",
+        task="embed",
         api_key="sk-test",
         workers=6,
         price_per_replica_hour=88.93,
@@ -68,6 +70,7 @@ def test_each_setting_comes_from_its_variable() -> None:
 def test_an_optional_variable_unset_or_empty_takes_the_default(blank: bool) -> None:
     optional = (
         layout.ENV_SERVED_MODEL,
+        layout.ENV_MODEL_TASK,
         layout.ENV_API_KEY,
         layout.ENV_WORKERS,
         layout.ENV_PRICE_PER_REPLICA_HOUR,
@@ -77,7 +80,7 @@ def test_an_optional_variable_unset_or_empty_takes_the_default(blank: bool) -> N
         layout.ENV_DRAIN_SECONDS,
     )
     settings = entry.settings_from_env(REQUIRED | (dict.fromkeys(optional, "") if blank else {}))
-    assert (settings.served_model, settings.api_key, settings.workers) == (None, None, 1)
+    assert (settings.served_model, settings.task, settings.api_key, settings.workers) == (None, "generate", None, 1)
     assert (settings.price_per_replica_hour, settings.estimated_usd_per_million_tokens, settings.expected_cold_start) == (None, None, None)
     assert (settings.idle_tail_seconds, settings.drain_seconds) == (0.0, 50.0)
 

@@ -18,6 +18,7 @@ import google.cloud.storage as storage
 import pytest
 
 from tests.workloads.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_line, only_report, read_jsonl, run_runner, upload_lines
+from tests.workloads.batch.vllm_like import EMBEDDING_LENGTH
 from tests.workloads.cold_start import samples
 from workloads.batch.serving import RetryPolicy
 
@@ -72,6 +73,40 @@ def test_each_kind_of_bad_line_goes_to_errors_and_the_batch_goes_on(
     assert sorted(answer["custom_id"] for answer in read_jsonl(bucket, "output/bad.jsonl/")) == ["a", "b"]
     report = only_report(bucket, "bad.jsonl")
     assert (report["lines"], report["succeeded"], report["failed"], report["bad_lines"]) == (7, 2, 5, 5)
+
+
+def test_an_embedding_models_batch_sends_embeddings_lines_and_answers_completions_lines_with_an_error_never_sent(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    server = vllm_like(task="embed")
+    texts = {"e1": "first text to embed", "e2": "second"}
+    embeddings = [
+        {"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings", "body": {"model": "text-embedding-3-small", "input": text}}
+        for custom_id, text in texts.items()
+    ]
+    upload_lines(bucket, "vectors.jsonl", [embeddings[0], chat_line("chat"), embeddings[1]])
+
+    finished, _ = run_once(bucket, server, kubernetes_api, task="embed")
+
+    assert [key.rpartition("/")[0] for key in finished] == ["vectors.jsonl"]
+    answers = {answer["custom_id"]: answer for answer in read_jsonl(bucket, "output/vectors.jsonl/")}
+    assert set(answers) == set(texts)
+    for custom_id, answer in answers.items():
+        # OpenAI's batch output line: the HTTP answer as the response, the embeddings body as vLLM sent it.
+        assert answer["id"].startswith("batch_req_") and answer["error"] is None
+        response = answer["response"]
+        assert (response["status_code"], response["request_id"]) == (200, response["body"]["id"])
+        body = response["body"]
+        assert (body["object"], body["model"]) == ("list", "served-model")
+        assert [(item["object"], len(item["embedding"])) for item in body["data"]] == [("embedding", EMBEDDING_LENGTH)]
+        assert body["usage"]["prompt_tokens"] == len(texts[custom_id].split())
+    (error,) = read_jsonl(bucket, "errors/vectors.jsonl/")
+    assert (error["custom_id"], error["response"], error["error"]["code"]) == ("chat", None, "unsupported_url")
+    assert "model.task embed" in error["error"]["message"]
+    # Only the embeddings reached the engine: the completions line was never sent.
+    assert server.stats()["requests"] == 2
+    report = only_report(bucket, "vectors.jsonl")
+    assert (report["lines"], report["succeeded"], report["failed"], report["bad_lines"]) == (3, 2, 1, 1)
 
 
 def test_a_replica_that_drains_and_comes_back_loses_no_request(

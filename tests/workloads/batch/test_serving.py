@@ -30,9 +30,13 @@ def answered(status: int, body: Any, headers: dict[str, str] | None = None) -> A
 
 
 def sent(
-    answers: list[Answer], policy: RetryPolicy = FAST, ready: Callable[[], bool] = lambda: True, base: str = "/v1"
+    answers: list[Answer],
+    policy: RetryPolicy = FAST,
+    ready: Callable[[], bool] = lambda: True,
+    base: str = "/v1",
+    request: Request = REQUEST,
 ) -> tuple[Outcome, list[tuple[str, dict[str, Any]]]]:
-    """Sends REQUEST to a server that gives ``answers`` in turn; returns the outcome and each request it received."""
+    """Sends ``request`` to a server that gives ``answers`` in turn; returns the outcome and each request it received."""
     received: list[tuple[str, dict[str, Any]]] = []
     raw.clear()
 
@@ -53,7 +57,7 @@ def sent(
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         try:
             async with aiohttp.ClientSession() as session:
-                return await send(session, f"http://127.0.0.1:{port}{base}", REQUEST, policy, ready)
+                return await send(session, f"http://127.0.0.1:{port}{base}", request, policy, ready)
         finally:
             await runner.cleanup()
 
@@ -209,7 +213,34 @@ def test_the_default_policy_is_the_documented_one() -> None:
     ],
 )
 def test_an_answer_is_cut_short_unless_every_choice_finished(body: Any, short: bool) -> None:
-    assert cut_short(body) is short
+    assert cut_short(body, "/v1/chat/completions") is short
+    assert cut_short(body, "/v1/completions") is short
+
+
+@pytest.mark.parametrize(
+    ("body", "short"),
+    [
+        ({"object": "list", "data": [{"index": 0, "object": "embedding", "embedding": [0.1, 0.2]}]}, False),
+        ({"data": [{"index": 0, "embedding": [0.1]}, {"index": 1, "embedding": "AAAAPw=="}]}, False),
+        ({"data": [{"index": 0, "embedding": [0.1]}, {"index": 1, "embedding": []}]}, True),
+        ({"data": [{"index": 0}]}, True),
+        ({"data": []}, True),
+        ({"data": ["x"]}, True),
+        ({"choices": [{"finish_reason": "stop"}]}, True),
+        (["data"], True),
+    ],
+)
+def test_an_embedding_is_cut_short_unless_each_input_has_its_vector(body: Any, short: bool) -> None:
+    assert cut_short(body, "/v1/embeddings") is short
+
+
+def test_an_embedding_is_sent_as_the_line_asks_without_a_stream_field_and_counts_its_prompt_tokens() -> None:
+    vector = {"id": "embd-1", "object": "list", "data": [{"index": 0, "object": "embedding", "embedding": [0.6, 0.8]}]}
+    answer = vector | {"usage": {"prompt_tokens": 3, "total_tokens": 3, "completion_tokens": 0}}
+    request = Request("e-1", "/v1/embeddings", {"model": "qwen", "input": "three word text", "encoding_format": "float"})
+    outcome, received = sent([answered(200, answer)], request=request)
+    assert outcome == Outcome(200, answer, None, 3, 0, request_id="embd-1") and outcome.succeeded
+    assert received == [("/v1/embeddings", {"model": "qwen", "input": "three word text", "encoding_format": "float"})]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,9 @@ stream ends with ``data: [DONE]`` and no tokens or ``finish_reason``, a plain re
 then a teardown of ``teardown_seconds`` before the process exits. ``/health`` answers 200 from the
 start, while the first ``warmup_requests`` answers each take ``warmup_seconds`` more (vLLM compiles
 kernels at its first requests: ~100 s there).
+
+Configured with ``task: embed`` it serves as vLLM serves a pooling model: a vector per input on
+``/v1/embeddings``, and completions refused with vLLM's 400.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+EMBEDDING_LENGTH = 4
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Test:
 
     faults: Faults
     model: str
+    task: str = "generate"
     requests: int = 0
     answered: Counter[str] = field(default_factory=Counter)  # 200 answers by prompt: tests put the custom_id in it
     in_flight: int = 0
@@ -79,6 +85,7 @@ class Server:
         self.app = web.Application()
         self.app.router.add_post("/v1/chat/completions", self.complete)
         self.app.router.add_post("/v1/completions", self.complete)
+        self.app.router.add_post("/v1/embeddings", self.complete)
         self.app.router.add_get("/stats", self.stats)
         self.app.router.add_get("/health", self.health)
         self.app.router.add_post("/configure", self.configure)
@@ -115,7 +122,7 @@ class Server:
 
     async def configure(self, request: web.Request) -> web.Response:
         settings = await request.json()
-        self.test = Test(Faults(**settings["faults"]), settings["model"])
+        self.test = Test(Faults(**settings["faults"]), settings["model"], settings.get("task", "generate"))
         return web.json_response({})
 
     async def resume(self, request: web.Request) -> web.Response:
@@ -173,6 +180,13 @@ class Server:
         if body.get("model") != test.model:
             # vLLM's answer to a model it does not serve.
             return web.json_response({"error": {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}}, status=404)
+        if (request.path == "/v1/embeddings") != (test.task == "embed"):
+            # vLLM serves the other task's endpoints no answer (vllm/entrypoints/openai/completion/api_router.py).
+            api = "Embeddings" if test.task == "generate" else "Completions"
+            refused = {"message": f"The model does not support {api} API", "type": "BadRequestError", "param": None, "code": 400}
+            return web.json_response({"error": refused}, status=400)
+        if test.task == "embed":
+            return await self.embed(request, test, body, f.answer_seconds)
         prompt_tokens, completion_tokens = usage(body)
         chat = request.path.endswith("/chat/completions")
         slow = f.answer_seconds + (f.warmup_seconds if n <= f.warmup_requests else 0.0)
@@ -214,6 +228,22 @@ class Server:
             return response
         test.answered[prompt_of(body)] += 1
         return web.json_response(answer)
+
+    async def embed(self, request: web.Request, test: Test, body: dict[str, Any], seconds: float) -> web.StreamResponse:
+        """vLLM's EmbeddingResponse (vllm/entrypoints/pooling/embed/protocol.py): one vector of EMBEDDING_LENGTH per input."""
+        if not await self.decode(seconds):
+            test.cut += 1
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        prompt_tokens = sum(len(str(text).split()) for text in inputs)
+        data = [{"index": i, "object": "embedding", "embedding": [0.5] * EMBEDDING_LENGTH} for i in range(len(inputs))]
+        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens, "completion_tokens": 0, "prompt_tokens_details": None}
+        for text in inputs:
+            test.answered[str(text)] += 1
+        answer = {"id": f"embd-{test.requests}", "object": "list", "created": int(time.time()), "model": test.model, "data": data}
+        return web.json_response(answer | {"usage": usage})
 
     async def stream(self, request: web.Request, test: Test, body: dict[str, Any], seconds: float) -> web.StreamResponse:
         """Server-sent events as vLLM streams them; a shutdown ends the stream with [DONE] alone."""
