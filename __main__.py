@@ -118,7 +118,8 @@ if specs.autoscaling:
         "autoscaling",
         specs.autoscaling,
         kubernetes=cluster.provider,
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[apis, replicas])),
+        scaled=[model.autoscaling for model in specs.served if model.autoscaling] if several else (),
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[apis, *served.values()])),
     )
     if specs.batch:
         batch = Batch(

@@ -13,6 +13,7 @@ registers them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -51,9 +52,11 @@ def query_endpoint(project: str) -> str:
     return f"https://monitoring.googleapis.com/v1/projects/{project}/location/global/prometheus"
 
 
-def concurrency_query(namespace: str) -> str:
-    """The stack's requests running and waiting, summed over every replica and engine."""
-    return f'sum({REQUESTS_RUNNING}{{namespace="{namespace}"}}) + sum({REQUESTS_WAITING}{{namespace="{namespace}"}})'
+def concurrency_query(namespace: str, model_name: str | None = None) -> str:
+    """The stack's requests running and waiting, summed over every replica and engine; with several models, one
+    model's (vLLM labels its series model_name with the served name)."""
+    where = f'namespace="{namespace}"' + (f',model_name="{model_name}"' if model_name is not None else "")
+    return f"sum({REQUESTS_RUNNING}{{{where}}}) + sum({REQUESTS_WAITING}{{{where}}})"
 
 
 def batch_backlog_query(namespace: str) -> str:
@@ -180,7 +183,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
             "name": "concurrency",
             "metadata": {
                 "serverAddress": query_endpoint(spec.project),
-                "query": concurrency_query(spec.namespace),
+                "query": concurrency_query(spec.namespace, spec.model_name),
                 # AverageValue (KEDA's default): replicas = ceil(running and waiting / target). Running
                 # requests count, so the replicas never drop below what the running requests need.
                 "threshold": str(spec.requests_per_replica),
@@ -255,8 +258,10 @@ class Autoscaling(pulumi.ComponentResource):
         spec: AutoscalingSpec,
         *,
         kubernetes: k8s.Provider,
+        scaled: Sequence[AutoscalingSpec] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``scaled``: each model's ScaledObject with several models; else the one of ``spec``."""
         super().__init__("llm:serving:Autoscaling", name, None, opts)
         on_gcp = child_options(self, opts)
         in_cluster = child_options(self, opts, kubernetes)
@@ -295,9 +300,10 @@ class Autoscaling(pulumi.ComponentResource):
         after_chart = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[chart]))
         authentication = Manifest(AUTHENTICATION, trigger_authentication(spec), after_chart)
         Manifest(KEDA_OPERATOR, operator_pod_monitoring(spec.labels), after_chart)
-        Manifest(
-            spec.deployment,
-            scaled_object(spec),
-            pulumi.ResourceOptions.merge(after_chart, pulumi.ResourceOptions(depends_on=[chart, authentication])),
-        )
+        for each in scaled or (spec,):
+            Manifest(
+                each.deployment,
+                scaled_object(each),
+                pulumi.ResourceOptions.merge(after_chart, pulumi.ResourceOptions(depends_on=[chart, authentication])),
+            )
         self.register_outputs({"minReplicas": spec.min_replicas, "maxReplicas": spec.max_replicas})

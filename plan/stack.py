@@ -499,6 +499,8 @@ class AutoscalingSpec:
     cold_start_seconds: int
     # The batch bucket whose waiting inputs wake the replicas, when the stack runs batches.
     batch_bucket: str | None = None
+    # With several models: the served name whose requests this scaler counts; None counts the namespace's.
+    model_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -679,6 +681,8 @@ class ServedModel:
     engine_memory: MemoryBudget
     nodes: int
     gpus: int
+    # Its ScaledObject, when the stack autoscales.
+    autoscaling: AutoscalingSpec | None = None
 
     def output(self) -> dict[str, Any]:
         """What the stack's outputs say of the model: what it serves, as what, where, on how much, at what cost."""
@@ -787,7 +791,11 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     if settings.models is None:
         return _plan(settings, stack, REPLICAS)
     plans = [_plan(one, stack, model_short_name(one.model.id)) for one in settings.each_model()]
-    served = tuple(model for plan in plans for model in plan.served)
+    served = tuple(
+        replace(model, autoscaling=replace(model.autoscaling, model_name=model.replicas.served_name) if model.autoscaling else None)
+        for plan in plans
+        for model in plan.served
+    )
     first = plans[0]
     watched = tuple(watched_model(plan.observability, plan.replicas) for plan in plans if plan.observability)
     return replace(
@@ -1061,6 +1069,7 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
                 engine_memory=settings.memory_budget,
                 nodes=settings.nodes,
                 gpus=gpus,
+                autoscaling=autoscaling,
             ),
         ),
     )

@@ -326,7 +326,7 @@ class StackSettings(Section):
 
     def _models_together(self) -> None:
         models, each = self.models or [], self._each
-        for key, value in (("routing", self.routing), ("autoscaling", self.autoscaling.enabled), ("benchmark", self.benchmark.enabled)):
+        for key, value in (("routing", self.routing), ("batch", self.batch.enabled), ("benchmark", self.benchmark.enabled)):
             if value not in ("clusterip", False):
                 path = ("routing",) if key == "routing" else (key, "enabled")
                 raise ConfigProblem(path, value, f"is not yet done for several models (models); {_NOT_YET[key]}")
@@ -458,7 +458,7 @@ class StackSettings(Section):
 # What several models lack so far, and what to do meanwhile.
 _NOT_YET = {
     "routing": "each model needs its own InferencePool and endpoint picker and a route by model name; use clusterip",
-    "autoscaling": "each model needs its own scaler and bounds; turn it off and set each model's nodes",
+    "batch": "the runner sends to one model and a file's wake wakes one Deployment; run batches in a one-model stack",
     "benchmark": "the benchmark Job measures one model; turn it off, or benchmark each model in a one-model stack",
 }
 
