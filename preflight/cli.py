@@ -70,12 +70,31 @@ def main(argv: list[str] | None = None) -> int:
         if args.prepare:
             print(f"prepared {rendered}: carry it to the GPU machine and run python -m preflight {args.stack} --rendered {rendered}")
             return 0
+    from preflight.rendered import read_prepared
+
+    models: dict[str, dict[str, str]] = read_prepared(rendered).get("models") or {}
+    if not models:
+        return run(args, rendered, None)
+    # A stack of several models: each model's engine, one after the other, each with its own report.
+    worst = 0
+    for name, model in models.items():
+        if "refused" in model:
+            print(f"{name}: not run: {model['refused']}")
+            continue
+        print(f"{name}:")
+        worst = max(worst, run(args, rendered, name))
+    return worst
+
+
+def run(args: argparse.Namespace, rendered: Path, deployment: str | None) -> int:
+    """One engine's preflight: the stack's only one, or with several models the one of ``deployment``."""
     from preflight.run import Options, execute
 
+    work = args.work or Path("build") / "preflight" / args.stack
     options = Options(
         stack=args.stack,
         rendered=rendered,
-        work=args.work or Path("build") / "preflight" / args.stack,
+        work=work / deployment if deployment else work,
         engine=args.engine,
         starts=args.starts,
         compare=args.compare,
@@ -86,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         drain_requests=args.drain_requests,
         observe_after_grace=args.observe_after_grace,
         port=args.port,
+        deployment=deployment,
     )
     result = execute(options)
     print(report.text(result), end="")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from components.benchmark import client_command
+from facts.naming import model_short_name
 from plan.stack import benchmark_spec
 from preflight.rendered import PREPARED_FILE
 from render.engine import stack_config
@@ -34,13 +35,34 @@ def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
 
 
 def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:
-    """The benchmark client of one serving node and the model's id, as the preflight reads them."""
-    if settings.model.serves == "embed":
-        # Its first requests, drain and benchmark are completions, chats and generated tokens/s (preflight/run.py).
-        raise SystemExit(
-            f"the preflight checks a model that generates, with completions, chats and vllm bench serve; {settings.model.id} is "
-            "an embedding model (llm:model.task embed), whose pooling runner answers none of them: it is not run for it"
-        )
+    """The benchmark client of one serving node and the model's id, as the preflight reads them.
+
+    With several models, each one's under ``models`` by its replica set's name, run one after the other; an
+    embedding model's entry says why it is not run."""
+    if settings.models is None:
+        refusal = embedding_refusal(settings)
+        if refusal:
+            raise SystemExit(refusal)
+        return _prepared_model(settings, stack)
+    models: dict[str, Any] = {}
+    for one in settings.each_model():
+        refusal = embedding_refusal(one)
+        models[model_short_name(one.model.id)] = {"refused": refusal} if refusal else _prepared_model(one, stack)
+    return {"stack": stack, "models": models}
+
+
+def embedding_refusal(settings: StackSettings) -> str | None:
+    """Why the preflight does not run the stack's model, or None when it generates."""
+    if settings.model.serves != "embed":
+        return None
+    # Its first requests, drain and benchmark are completions, chats and generated tokens/s (preflight/run.py).
+    return (
+        f"the preflight checks a model that generates, with completions, chats and vllm bench serve; {settings.model.id} is "
+        "an embedding model (llm:model.task embed), whose pooling runner answers none of them: it is not run for it"
+    )
+
+
+def _prepared_model(settings: StackSettings, stack: str) -> dict[str, Any]:
     # Client 0's command line reads neither the node count nor the labels: a stack scaled to zero has one too.
     spec = benchmark_spec(settings, {}, settings.benchmark.image)
     return {

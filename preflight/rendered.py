@@ -178,13 +178,16 @@ def _load_yaml(path: Path) -> Any:
         return yaml.safe_load(stream)
 
 
-def read_engine(folder: Path) -> EngineSpec:
-    """The engine of the render in ``folder`` (``build/<stack>``): the one Deployment that runs ``vllm serve``."""
+def read_engine(folder: Path, deployment: str | None = None) -> EngineSpec:
+    """The engine of the render in ``folder`` (``build/<stack>``): the one Deployment that runs ``vllm serve``, or
+    with several models the one named ``deployment``."""
     found = []
     for path in sorted((folder / "kubernetes").glob("*.deployment.*.yaml")):
         document = _load_yaml(path)
         if isinstance(document, dict) and engine_container(document) is not None:
             found.append(document)
+    if deployment is not None:
+        found = [document for document in found if document.get("metadata", {}).get("name") == deployment]
     if len(found) != 1:
         raise RenderReadError(
             f"{folder}: expected one Deployment running `vllm serve`, found {len(found)}; render the stack first: python -m render <stack>"

@@ -56,6 +56,8 @@ class Options:
     observe_after_grace: float = 30.0
     bench_timeout: float = 600.0
     port: int | None = None  # None: the stack's, or a free one when that is taken
+    # With several models: the replica set (Deployment) of the model this run checks.
+    deployment: str | None = None
 
 
 class Progress:
@@ -141,10 +143,12 @@ class Preflight:
     # -- reading and checking -------------------------------------------------------------------------
     def read(self) -> None:
         o = self.o
-        self.spec = read_engine(o.rendered)
+        self.spec = read_engine(o.rendered, o.deployment)
         outputs_path = o.rendered / "outputs.yaml"
         self.outputs: dict[str, Any] = yaml.safe_load(outputs_path.read_text(encoding="utf-8")) if outputs_path.exists() else {}
         self.prepared = read_prepared(o.rendered)
+        if o.deployment is not None:
+            self.prepared = self.prepared.get("models", {}).get(o.deployment, {})
         self.reads = vllm_reads(queries(o.rendered))
         self.mode = choose_engine(o.engine)
         stack_release = str(self.outputs.get("vllmVersion") or tagged_release(self.spec.image) or "")
