@@ -20,10 +20,40 @@ CUTE_DSL_MODULE = "cutlass"
 DP_FLAGS = ("--data-parallel-size", "-dp")
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
 PP_FLAGS = ("--pipeline-parallel-size", "-pp")
+EP_FLAGS = ("--enable-expert-parallel", "-ep")
+# The settings that render the parallel flags (stacks/serving.py).
+DP_SETTING = "llm:serving.dataParallelSize"
+TP_SETTING = "llm:serving.tensorParallelSize"
 
 
 class RefusedError(ValueError):
     """The preflight cannot run this stack here; the message says why and what to do."""
+
+
+class ShapeError(RefusedError):
+    """The stack's parallel shape fits neither its own node nor this machine; ``setting`` is the key to change."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+@dataclass(frozen=True)
+class ParallelShape:
+    """Data, tensor and pipeline parallelism of the rendered command line, and whether experts are spread."""
+
+    data: int
+    tensor: int
+    pipeline: int
+    expert: bool
+
+    @property
+    def engine_gpus(self) -> int:
+        return self.tensor * self.pipeline
+
+    @property
+    def gpus(self) -> int:
+        return self.data * self.engine_gpus
 
 
 @dataclass(frozen=True)
@@ -78,6 +108,36 @@ def _int_flag(flags: tuple[str, ...], names: tuple[str, ...]) -> int:
     return 1
 
 
+def _bool_flag(flags: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    value = next((v for name in names if (v := flag_value(flags, name)) is not None), None)
+    present = any(arg.split("=", 1)[0] in names for arg in flags)
+    return present and (value is None or value.lower() not in ("false", "0"))
+
+
+def parallel_shape(flags: tuple[str, ...]) -> ParallelShape:
+    """The shape the rendered flags ask vLLM for (each size defaults to 1, as in vLLM's ParallelConfig)."""
+    return ParallelShape(
+        data=_int_flag(flags, DP_FLAGS),
+        tensor=_int_flag(flags, TP_FLAGS),
+        pipeline=_int_flag(flags, PP_FLAGS),
+        expert=_bool_flag(flags, EP_FLAGS),
+    )
+
+
+def check_node_shape(spec: EngineSpec) -> ParallelShape:
+    """The rendered shape, refused when its GPUs are not the pod's (one pod takes a node's GPUs)."""
+    shape = parallel_shape(spec.flags)
+    if spec.gpus and shape.gpus != spec.gpus:
+        raise ShapeError(
+            DP_SETTING,
+            f"the stack asks vLLM for data parallel {shape.data} x tensor parallel {shape.tensor}"
+            + (f" x pipeline parallel {shape.pipeline}" if shape.pipeline > 1 else "")
+            + f" = {shape.gpus} GPUs, on a node of {spec.gpus}: set {DP_SETTING} x {TP_SETTING} to {spec.gpus} "
+            "(a tensor-parallel flag in serving.extraArgs is not counted by the render)",
+        )
+    return shape
+
+
 def _replace_flag(flags: tuple[str, ...], names: tuple[str, ...], value: str) -> tuple[str, ...]:
     """``flags`` with every form of ``names`` dropped and ``names[0]=value`` where the first one stood."""
     out: list[str] = []
@@ -129,14 +189,22 @@ def adapt(
 
     ``volumes`` maps a pod mount path to the local folder that stands in for it; ``isolated`` adds
     variables that give each start its own home and temporary folder (their caches are measured).
-    Raises ``RefusedError`` when the machine has fewer GPUs than one engine needs.
+    Tensor, pipeline and expert parallelism are kept; only data parallelism follows the GPUs present.
+    Raises ``ShapeError`` when the shape does not fill the stack's node, or one engine needs more GPUs than this machine has.
     """
     flags = spec.flags
     changes: list[Adaptation] = []
-    world = _int_flag(flags, TP_FLAGS) * _int_flag(flags, PP_FLAGS)
+    shape = check_node_shape(spec)
+    world = shape.engine_gpus
     if machine.gpus < world:
-        raise RefusedError(f"one engine of this stack needs {world} GPUs (tensor x pipeline parallel); this machine has {machine.gpus}")
-    dp = _int_flag(flags, DP_FLAGS)
+        raise ShapeError(
+            TP_SETTING,
+            f"one engine of this stack takes tensor parallel {shape.tensor}"
+            + (f" x pipeline parallel {shape.pipeline}" if shape.pipeline > 1 else "")
+            + f" ({TP_SETTING}): {world} GPUs; this machine has {machine.gpus} GPU{'s' if machine.gpus != 1 else ''}: "
+            f"run the preflight on a machine with at least {world}",
+        )
+    dp = shape.data
     fits = max(1, machine.gpus // world)
     if dp > fits:
         flags = _replace_flag(flags, DP_FLAGS, str(fits))

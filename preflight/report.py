@@ -44,6 +44,8 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
 
     if result.get("refused"):
         fail("refused", str(result["refused"]))
+    if result.get("shape"):
+        fail(f"shape ({result['shape']['setting']})", str(result["shape"]["error"]))
     unknown = (result.get("flags") or {}).get("unknown_to_release") or []
     if unknown:
         fail("flags", f"vLLM {result['engine']['release']} does not take {', '.join(unknown)}")

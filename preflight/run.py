@@ -22,7 +22,7 @@ import yaml
 
 from facts.vllm import facts, supported_releases, tagged_release
 from preflight import bench, caches, drain, logscan, metrics, miniature, report
-from preflight.adapt import EngineRun, Machine, RefusedError, adapt, container_command, without_flags
+from preflight.adapt import EngineRun, Machine, RefusedError, ShapeError, adapt, check_node_shape, container_command, without_flags
 from preflight.engine import Engine
 from preflight.probes import completion, http
 from preflight.rendered import EngineSpec, flag_names, queries, read_engine, read_prepared, vllm_reads
@@ -142,6 +142,8 @@ class Preflight:
     def read(self) -> None:
         o = self.o
         self.spec = read_engine(o.rendered)
+        # Before anything is probed or built: a shape that does not fill its node never starts.
+        check_node_shape(self.spec)
         outputs_path = o.rendered / "outputs.yaml"
         self.outputs: dict[str, Any] = yaml.safe_load(outputs_path.read_text(encoding="utf-8")) if outputs_path.exists() else {}
         self.prepared = read_prepared(o.rendered)
@@ -449,7 +451,8 @@ class Preflight:
             run = replace(self.run, flags=without_flags(self.run.flags, ("--speculative-config",)))
             what = "the stack's flags without --speculative-config"
         elif name == "defaults":
-            bare = replace(self.spec, flags=(f"--served-model-name={self.spec.served_name}", f"--port={self.spec.port}"))
+            # vLLM's defaults are one engine of one GPU, whatever the node holds.
+            bare = replace(self.spec, flags=(f"--served-model-name={self.spec.served_name}", f"--port={self.spec.port}"), gpus=1)
             forced = adapt(
                 bare,
                 self.machine,
@@ -473,6 +476,9 @@ def execute(options: Options, progress: Callable[[str], None] | None = None) -> 
     runner = Preflight(options, progress or Progress())
     try:
         result = runner.execute()
+    except ShapeError as shape:
+        result = runner.result
+        result["shape"] = {"setting": shape.setting, "error": str(shape)}
     except RefusedError as refused:
         result = runner.result
         result["refused"] = str(refused)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -1121,3 +1122,19 @@ def test_without_a_progress_the_run_prints_its_steps(
     monkeypatch.setattr(run, "Preflight", lambda options, progress: _Speaking(options, progress))
     run.execute(options(tmp_path))
     assert capsys.readouterr().err == "[preflight +     0s] spoke\n"
+
+
+def test_a_render_whose_shape_overfills_its_node_fails_naming_the_setting_before_any_tool_runs(tools: Tools, tmp_path: Path) -> None:
+    # The extraArgs workaround: the render keeps data parallel 8 and adds tensor parallel 8.
+    rendered = tmp_path / "rendered"
+    shutil.copytree(RENDERED, rendered)
+    deployment = rendered / "kubernetes" / "llm-serving.deployment.vllm.yaml"
+    text = deployment.read_text(encoding="utf-8")
+    assert "--data-parallel-size=8" in text
+    widened = text.replace("--data-parallel-size=8", "--data-parallel-size=8\n        - --tensor-parallel-size=8")
+    deployment.write_text(widened, encoding="utf-8")
+    result = run.execute(replace(options(tmp_path, engine="docker"), rendered=rendered), lambda text: None)
+    assert result["shape"]["setting"] == "llm:serving.dataParallelSize"
+    assert "= 64 GPUs, on a node of 8" in result["shape"]["error"]
+    assert [f["what"] for f in result["verdict"]["failures"]] == ["shape (llm:serving.dataParallelSize)"]
+    assert tools.calls() == []
