@@ -11,6 +11,7 @@ import argparse
 import hashlib
 import importlib
 import json
+import math
 import os
 import random
 import shutil
@@ -34,6 +35,12 @@ INTERMEDIATE = 3072
 ATTENTION_HEADS = 8
 KV_HEADS = 2
 LINEAR_KEY_HEADS = 4
+# A MoE keeps experts, fewer and narrower: enough that expert parallelism over a node's 8 GPUs gives each some.
+EXPERTS = 16
+EXPERTS_PER_TOKEN = 4
+MOE_INTERMEDIATE = 256
+# The architectures the miniature follows, from the layer kinds a config declares.
+ARCHITECTURE_KINDS = ("dense", "moe", "hybrid", "hybrid moe")
 VISION = {"depth": 2, "hidden_size": 256, "intermediate_size": 512, "num_heads": 4}
 BPE_TOKENS = 8000
 # Padded like real vocabularies (Qwen's 248320 is a multiple of 256).
@@ -136,6 +143,18 @@ def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return text if isinstance(text, Mapping) else config
 
 
+def _experts(text: Mapping[str, Any]) -> int:
+    return int(text.get("num_experts") or text.get("num_local_experts") or 0)
+
+
+def architecture_kind(config: Mapping[str, Any]) -> str:
+    """``dense``, ``moe``, ``hybrid`` (linear attention or Mamba layers beside full attention) or ``hybrid moe``."""
+    text = _text(config)
+    hybrid = any(kind != "full_attention" for kind in text.get("layer_types") or []) or "linear_num_key_heads" in text
+    moe = _experts(text) > 1
+    return {(False, False): "dense", (False, True): "moe", (True, False): "hybrid", (True, True): "hybrid moe"}[(hybrid, moe)]
+
+
 def shape(config: Mapping[str, Any]) -> ModelShape:
     text = _text(config)
     kinds = text.get("layer_types") or []
@@ -143,21 +162,40 @@ def shape(config: Mapping[str, Any]) -> ModelShape:
     return ModelShape(linear_attention="linear_attention" in kinds, linear_key_head_dim=int(head) if head is not None else None)
 
 
-def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
+def _lcm(a: int, b: int) -> int:
+    return a * b // math.gcd(a, b)
+
+
+def _small_text(text: Mapping[str, Any], tensor_parallel: int) -> dict[str, Any]:
     small = dict(text)
     kinds = list(text.get("layer_types") or [])
     period = int(text.get("full_attention_interval") or 0) or (kinds.index("full_attention") + 1 if "full_attention" in kinds else 2)
     layers = min(int(text.get("num_hidden_layers", 2 * period)), 2 * period)
-    small.update(num_hidden_layers=layers, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, vocab_size=VOCAB)
+    # Tensor parallelism shards heads and widths: each is made a multiple of it, the heads' ratios kept.
+    widen = tensor_parallel // math.gcd(tensor_parallel, KV_HEADS)
+    small.update(num_hidden_layers=layers, hidden_size=HIDDEN, intermediate_size=_lcm(INTERMEDIATE, tensor_parallel), vocab_size=VOCAB)
     if kinds:
         # The first layers keep the real order: two periods of the hybrid pattern.
         small["layer_types"] = kinds[:layers]
     if "num_attention_heads" in text:
-        small.update(num_attention_heads=ATTENTION_HEADS, num_key_value_heads=KV_HEADS)
+        small.update(num_attention_heads=ATTENTION_HEADS * widen, num_key_value_heads=KV_HEADS * widen)
+        if "head_dim" not in text and "hidden_size" in text:
+            # The real head size chooses the kernels: a config without head_dim has it from the real widths.
+            small["head_dim"] = int(text["hidden_size"]) // int(text["num_attention_heads"])
     if "linear_num_key_heads" in text:
         # The value/key head ratio of the real model (48/16 for Qwen 3.5 27B).
         ratio = int(text["linear_num_value_heads"]) // int(text["linear_num_key_heads"])
-        small.update(linear_num_key_heads=LINEAR_KEY_HEADS, linear_num_value_heads=LINEAR_KEY_HEADS * ratio)
+        keys = _lcm(LINEAR_KEY_HEADS, tensor_parallel)
+        small.update(linear_num_key_heads=keys, linear_num_value_heads=keys * ratio)
+    experts = _experts(text)
+    if experts > 1:
+        key = "num_experts" if "num_experts" in text else "num_local_experts"
+        small[key] = min(experts, EXPERTS)
+        small["num_experts_per_tok"] = min(int(text.get("num_experts_per_tok") or 1), EXPERTS_PER_TOKEN, small[key])
+        if "moe_intermediate_size" in text:
+            small["moe_intermediate_size"] = _lcm(MOE_INTERMEDIATE, tensor_parallel)
+        if text.get("shared_expert_intermediate_size"):
+            small["shared_expert_intermediate_size"] = _lcm(2 * MOE_INTERMEDIATE, tensor_parallel)
     if "mlp_only_layers" in text:
         small["mlp_only_layers"] = [i for i in text["mlp_only_layers"] if i < layers]
     for key, token in TOKEN_KEYS.items():
@@ -169,13 +207,14 @@ def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
     return small
 
 
-def miniature_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` made small: the same classes and layer pattern, smaller widths, the miniature's token ids, bf16."""
+def miniature_config(config: Mapping[str, Any], *, tensor_parallel: int = 1) -> dict[str, Any]:
+    """``config`` made small: the same classes, layer pattern and kinds of layer (dense, MoE, hybrid), smaller widths
+    that divide by ``tensor_parallel``, the miniature's token ids, bf16."""
     small = {k: v for k, v in config.items() if k not in DROPPED}
     if "text_config" in config:
-        small["text_config"] = _small_text(config["text_config"])
+        small["text_config"] = _small_text(config["text_config"], tensor_parallel)
     else:
-        small.update(_small_text(config))
+        small.update(_small_text(config, tensor_parallel))
     if isinstance(config.get("vision_config"), Mapping):
         vision = dict(config["vision_config"])
         vision.update(VISION, out_hidden_size=HIDDEN)
