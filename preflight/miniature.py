@@ -2,7 +2,7 @@
 
 ``python -m preflight.miniature OUT --model Qwen/Qwen3.5-27B-FP8`` writes it (the weights need torch and
 transformers, on a GPU when there is one). The real ``config.json`` comes from the Hugging Face cache when
-present, else from the copy vendored under ``preflight/models/`` (its PROVENANCE.md). No weights are downloaded.
+present, else from the model catalogue, ``facts/data/models/`` (each folder's PROVENANCE.md). No weights are downloaded.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from facts.models import CATALOGUE, hf_cache_snapshot
 from preflight.adapt import ModelShape
 
-VENDORED = Path(__file__).parent / "models"
+# The catalogue's copies, read when the Hugging Face cache has none.
+VENDORED = CATALOGUE
 # Files of the model's repository the engine reads besides the config (the processor of a multimodal model).
 PROCESSOR_FILES = ("preprocessor_config.json", "video_preprocessor_config.json")
 
@@ -112,15 +114,6 @@ def vendored_folder(model: str) -> Path:
     return VENDORED / model.replace("/", "--")
 
 
-def hf_cache_snapshot(model: str, env: Mapping[str, str]) -> Path | None:
-    """The newest snapshot of ``model`` with a config.json in the Hugging Face cache, or None."""
-    home = env.get("HF_HUB_CACHE") or str(Path(env.get("HF_HOME") or Path(env.get("HOME", "~")) / ".cache" / "huggingface") / "hub")
-    snapshots = Path(home).expanduser() / f"models--{model.replace('/', '--')}" / "snapshots"
-    # A missing folder globs to nothing.
-    found = [s for s in snapshots.glob("*") if (s / "config.json").exists()]
-    return max(found, key=lambda s: (s / "config.json").stat().st_mtime) if found else None
-
-
 def find_source(model: str, env: Mapping[str, str]) -> ModelSource:
     """The model's real config: the Hugging Face cache first, else the vendored copy."""
     snapshot = hf_cache_snapshot(model, env)
@@ -135,7 +128,7 @@ def find_source(model: str, env: Mapping[str, str]) -> ModelSource:
             f"put its config.json in the cache (huggingface-cli download {model} config.json) or under {folder}"
         )
     config = _read_json(folder / "config.json")
-    return ModelSource(model, folder, config, f"vendored copy, {folder.relative_to(VENDORED.parent.parent)}/PROVENANCE.md")
+    return ModelSource(model, folder, config, f"vendored copy, {folder.relative_to(VENDORED.parents[2]).as_posix()}/PROVENANCE.md")
 
 
 def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:

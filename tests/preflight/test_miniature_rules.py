@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from facts.models import catalogue, hf_cache_snapshot
 from preflight import miniature
 from preflight.miniature import (
     HIDDEN,
@@ -26,7 +27,6 @@ from preflight.miniature import (
     config_digest,
     corpus,
     find_source,
-    hf_cache_snapshot,
     miniature_config,
     mtp_names,
     shape,
@@ -219,11 +219,11 @@ def test_another_models_snapshot_or_one_without_a_config_is_not_read(tmp_path: P
 
 def test_the_vendored_copy_is_named_by_the_model_id() -> None:
     assert vendored_folder(MODEL) == VENDORED / "Qwen--Qwen3.5-27B-FP8"
-    assert Path(miniature.__file__).parent / "models" == VENDORED
+    assert Path(miniature.__file__).parent.parent / "facts" / "data" / "models" == VENDORED
 
 
 def test_the_refusal_lists_every_vendored_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    vendored = tmp_path / "copy" / "models"
+    vendored = tmp_path / "facts" / "data" / "models"
     for name in ("b--two", "a--one", "c--no-config"):
         (vendored / name).mkdir(parents=True)
     for name in ("b--two", "a--one"):
@@ -232,20 +232,20 @@ def test_the_refusal_lists_every_vendored_model(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(ModelSourceError, match=re.escape("(vendored: a/one, b/two);")):
         find_source("org/other", {"HF_HOME": str(tmp_path)})
     source = find_source("a/one", {"HF_HOME": str(tmp_path)})
-    assert source.provenance == "vendored copy, copy/models/a--one/PROVENANCE.md" and source.config == {"x": 1}
+    assert source.provenance == "vendored copy, facts/data/models/a--one/PROVENANCE.md" and source.config == {"x": 1}
 
 
 def test_the_vendored_copy_is_read_with_where_its_provenance_is(tmp_path: Path) -> None:
     source = find_source(MODEL, {"HF_HOME": str(tmp_path)})
     assert (source.model, source.folder, source.config) == (MODEL, vendored_folder(MODEL), real())
-    assert source.provenance == "vendored copy, preflight/models/Qwen--Qwen3.5-27B-FP8/PROVENANCE.md"
+    assert source.provenance == "vendored copy, facts/data/models/Qwen--Qwen3.5-27B-FP8/PROVENANCE.md"
 
 
 def test_a_model_neither_cached_nor_vendored_is_refused_with_the_vendored_ones_and_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ModelSourceError) as refused:
         find_source("meta-llama/Llama-3.1-8B", {"HF_HOME": str(tmp_path)})
     assert str(refused.value) == (
-        f"no config.json of meta-llama/Llama-3.1-8B: not in the Hugging Face cache and not vendored (vendored: {MODEL}); "
+        f"no config.json of meta-llama/Llama-3.1-8B: not in the Hugging Face cache and not vendored (vendored: {', '.join(catalogue())}); "
         f"put its config.json in the cache (huggingface-cli download meta-llama/Llama-3.1-8B config.json) or under "
         f"{VENDORED / 'meta-llama--Llama-3.1-8B'}"
     )
