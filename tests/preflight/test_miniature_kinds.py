@@ -7,9 +7,16 @@ from typing import Any
 import pytest
 
 from preflight.miniature import ARCHITECTURE_KINDS, architecture_kind, find_source, miniature_config
-from tests.preflight.model_configs import LLAMA_70B, QWEN3_MOE, QWEN35_MOE
+from tests.preflight.model_configs import QWEN3_MOE
 
-QWEN35_27B = find_source("Qwen/Qwen3.5-27B-FP8", {"HF_HUB_CACHE": "/nonexistent"}).config
+
+def catalogued(model: str) -> dict[str, Any]:
+    return find_source(model, {"HF_HUB_CACHE": "/nonexistent"}).config
+
+
+LLAMA_70B = catalogued("meta-llama/Llama-3.3-70B-Instruct")
+QWEN35_27B = catalogued("Qwen/Qwen3.5-27B-FP8")
+QWEN35_MOE = catalogued("Qwen/Qwen3.5-397B-A17B-FP8")
 CONFIGS = {"dense": LLAMA_70B, "moe": QWEN3_MOE, "hybrid": QWEN35_27B, "hybrid moe": QWEN35_MOE}
 
 
@@ -25,10 +32,11 @@ def test_each_kind_is_read_from_the_config(kind: str) -> None:
 
 
 def test_a_dense_model_keeps_its_class_and_head_size_without_a_pattern_or_experts() -> None:
-    small = miniature_config(LLAMA_70B)
+    without = {key: value for key, value in LLAMA_70B.items() if key != "head_dim"}
+    small = miniature_config(without)
     assert small["architectures"] == ["LlamaForCausalLM"]
-    # Llama's config has no head_dim: 8192 / 64 = 128 is written, or the miniature's 1024 / 8 would be chosen.
-    assert small["head_dim"] == 128
+    # A config without head_dim: 8192 / 64 = 128 is written, or the miniature's 1024 / 8 would be chosen.
+    assert small["head_dim"] == 128 == miniature_config(LLAMA_70B)["head_dim"]
     assert small["num_hidden_layers"] == 4 and "layer_types" not in small
     assert not any(key.startswith(("num_experts", "linear_")) for key in small)
     assert small["num_attention_heads"] % small["num_key_value_heads"] == 0
