@@ -8,6 +8,7 @@ present, else from the model catalogue, ``facts/data/models/`` (each folder's PR
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import importlib
 import json
@@ -43,6 +44,8 @@ EXPERTS_PER_TOKEN = 4
 MOE_INTERMEDIATE = 256
 # The architectures the miniature follows, from the layer kinds a config declares.
 ARCHITECTURE_KINDS = ("dense", "moe", "hybrid", "hybrid moe")
+# The model the preflight runs: the miniature, or the stack's model at its real size with dummy weights.
+SIZES = ("miniature", "full")
 VISION = {"depth": 2, "hidden_size": 256, "intermediate_size": 512, "num_heads": 4}
 BPE_TOKENS = 8000
 # Padded like real vocabularies (Qwen's 248320 is a multiple of 256).
@@ -347,24 +350,43 @@ def _mtp_tensors(tensors: Mapping[str, Any], text: Mapping[str, Any], layers: in
     return found
 
 
-def write(out: Path, source: ModelSource, *, weights: bool = True) -> dict[str, Any]:
-    """The miniature in ``out``; reuses weights written earlier for the same config. Returns what it made."""
+def full_size_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` at its real size, its quantization_config kept, its special-token ids the small tokenizer's.
+
+    vLLM's Qwen3-VL processor matches the config's image, video and vision start/end ids against the
+    tokenizer at start; every other value is the checkpoint's, so vLLM builds the real layers and kernels.
+    """
+    full = copy.deepcopy(dict(config))
+    for level in (full, full.get("text_config")):
+        if isinstance(level, dict):
+            for key, token in TOKEN_KEYS.items():
+                if level.get(key) is not None:
+                    level[key] = token_id(token)
+    return full
+
+
+def write(out: Path, source: ModelSource, *, weights: bool = True, tensor_parallel: int = 1, size: str = "miniature") -> dict[str, Any]:
+    """The model folder in ``out``: the miniature (``size="miniature"``), or the real config for
+    ``--load-format=dummy`` with no weights (``size="full"``). Reuses weights written earlier for the same config."""
+    if size not in SIZES:
+        raise ValueError(f"size {size!r}: one of {', '.join(SIZES)}")
     out.mkdir(parents=True, exist_ok=True)
-    small = miniature_config(source.config)
-    digest = config_digest(small)
+    config = full_size_config(source.config) if size == "full" else miniature_config(source.config, tensor_parallel=tensor_parallel)
+    weights = weights and size == "miniature"
+    digest = config_digest(config)
     marker = out / "preflight-miniature.json"
-    if marker.exists() and _read_json(marker).get("digest") == digest and (out / "model.safetensors").exists():
+    if marker.exists() and _read_json(marker).get("digest") == digest and (not weights or (out / "model.safetensors").exists()):
         made: dict[str, Any] = _read_json(marker)
         made["reused"] = True
         return made
-    _write(out / "config.json", _json_text(small))
+    _write(out / "config.json", _json_text(config))
     for name in PROCESSOR_FILES:
         if (source.folder / name).exists():
             shutil.copyfile(source.folder / name, out / name)
     write_tokenizer(out)
-    made = {"model": source.model, "source": source.provenance, "digest": digest}
+    made = {"model": source.model, "source": source.provenance, "digest": digest, "size": size, "kind": architecture_kind(source.config)}
     if weights:
-        made["weights"] = write_weights(out, small)
+        made["weights"] = write_weights(out, config)
     _write(marker, _json_text(made))
     return made
 
@@ -374,8 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--model", default="Qwen/Qwen3.5-27B-FP8")
     parser.add_argument("--no-weights", action="store_true", help="config, tokenizer and processor files only")
+    parser.add_argument("--tensor-parallel", type=int, default=1, help="the stack's tensor parallelism: the miniature's heads divide by it")
+    parser.add_argument("--size", choices=SIZES, default="miniature", help="full: the real config for --load-format=dummy, no weights")
     args = parser.parse_args(argv)
-    made = write(args.out, find_source(args.model, os.environ), weights=not args.no_weights)
+    source = find_source(args.model, os.environ)
+    made = write(args.out, source, weights=not args.no_weights, tensor_parallel=args.tensor_parallel, size=args.size)
     print(json.dumps(made))
     return 0
 

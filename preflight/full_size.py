@@ -1,0 +1,232 @@
+"""What a start at full size prints about memory and time, read from its log, and the memory held against the plan.
+
+``preflight <stack> --size full`` runs the stack's model at its real size (``--load-format=dummy``). Each engine
+process prints its memory lines; each start step ends at the last engine's line, as the project's cold-start
+parser counts them (``workloads/cold_start/phases.py``). Every pattern is quoted from vLLM 0.26.0, the file
+named beside it (the lines are those of the real runs under tests/real_runs/).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from preflight.logscan import line_time
+from workloads.cold_start.phases import GRAPHS_CAPTURED, KV_CACHE, LOADING, PROCESS, PROFILED, SERVING, WEIGHTS_LOADED
+
+# A measured term may differ from the plan by this fraction before the preflight fails, naming the term.
+TOLERANCE = 0.10
+NUMBER = r"(?P<v>[\d,]+(?:\.\d+)?)"
+
+# (term, pattern, source file under vllm/): one figure per engine process.
+MEMORY_LINES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("weights_gib", re.compile(rf"Model loading took {NUMBER} GiB"), "v1/worker/gpu_model_runner.py"),
+    ("kv_cache_gib", re.compile(rf"Available KV cache memory: {NUMBER} GiB"), "v1/worker/gpu_worker.py"),
+    ("kv_tokens", re.compile(rf"GPU KV cache size: {NUMBER} tokens"), "v1/core/kv_cache_utils.py"),
+    ("max_concurrency", re.compile(rf"Maximum concurrency for [\d,]+ tokens per request: {NUMBER}x"), "v1/core/kv_cache_utils.py"),
+    ("cuda_graph_estimated_gib", re.compile(rf"Estimated CUDA graph memory: {NUMBER} GiB total"), "v1/worker/gpu_model_runner.py"),
+    ("cuda_graph_gib", re.compile(rf"CUDA graph pool memory: {NUMBER} GiB \(actual\)"), "v1/worker/gpu_worker.py"),
+    ("activation_peak_gib", re.compile(rf"{NUMBER} GiB for peak activation"), "v1/worker/gpu_worker.py"),
+    ("non_torch_gib", re.compile(rf"{NUMBER} GiB for non-torch memory"), "v1/worker/gpu_worker.py"),
+    # Printed only when the check fails: "max_num_seqs (8192) exceeds available Mamba cache blocks (1450)".
+    ("mamba_blocks", re.compile(rf"exceeds available Mamba cache blocks \({NUMBER}\)"), "config/compilation.py"),
+)
+CONCURRENCY_LENGTH = re.compile(r"Maximum concurrency for (?P<v>[\d,]+) tokens per request")
+# The start of CUDA graph capture, after the kernel warm-up (Triton, DeepGEMM, FlashInfer's autotune).
+CAPTURE_START = re.compile(r"Torch profiler disabled for CUDA graph capture|Capturing CUDA graphs \(")
+COMPILED = re.compile(r"torch\.compile took (?P<s>[\d.]+) s in total")
+# A warm-up's progress bar (tqdm) as it ends: "DeepGemm(fp8_gemm_nt) warmup (W=...): 100%|...| 1234/1234".
+WARMUP_BAR = re.compile(
+    # Each bar's description starts the line's text, follows the process's name, a carriage return or the end of another bar.
+    r"(?:^|\r|\]|\) )(?P<desc>[^:\r|\]]*?(?:DeepGemm\(|[Ww]arm)[^:\r|]*): *\d+%\|[^|]*\| *\d+/(?P<total>\d+)"
+)
+
+# (step, pattern, which line ends it): the start steps, in order.
+STEPS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("loading", LOADING, "first"),
+    ("weights loaded", WEIGHTS_LOADED, "last"),
+    ("profiled", PROFILED, "last"),
+    ("KV cache", KV_CACHE, "last"),
+    ("warmed up", CAPTURE_START, "last"),
+    ("graphs captured", GRAPHS_CAPTURED, "last"),
+    ("ready", SERVING, "first"),
+)
+# (phase, from step, to step): what each stretch of a full-size start spends.
+PHASES: tuple[tuple[str, str, str], ...] = (
+    ("imports and config", "started", "loading"),
+    ("weights loaded", "loading", "weights loaded"),
+    # Every graph's torch.compile and the profiling runs (the MTP drafter's after the model's).
+    ("torch.compile and profiling", "weights loaded", "profiled"),
+    ("memory profiling and KV cache", "profiled", "KV cache"),
+    ("kernel warm-up", "KV cache", "warmed up"),
+    ("CUDA graph capture", "warmed up", "graphs captured"),
+    ("server start", "graphs captured", "ready"),
+)
+
+
+@dataclass
+class EngineMemory:
+    """One engine process's memory lines; None where the engine printed none."""
+
+    weights_gib: float | None = None
+    kv_cache_gib: float | None = None
+    kv_tokens: float | None = None
+    max_concurrency: float | None = None
+    # The request length the concurrency is given for (--max-model-len).
+    concurrency_tokens: int | None = None
+    cuda_graph_estimated_gib: float | None = None
+    cuda_graph_gib: float | None = None
+    activation_peak_gib: float | None = None
+    non_torch_gib: float | None = None
+    mamba_blocks: float | None = None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return asdict(self)
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _process(line: str) -> str:
+    match = PROCESS.search(line)
+    return match["process"] if match else ""
+
+
+def read_memory(lines: Iterable[str]) -> dict[str, EngineMemory]:
+    """Each engine process's memory lines (the process as vLLM names it, ``EngineCore_DP0 pid=...``); the last of each wins."""
+    found: dict[str, EngineMemory] = {}
+    for line in lines:
+        for term, pattern, _ in MEMORY_LINES:
+            if match := pattern.search(line):
+                setattr(found.setdefault(_process(line), EngineMemory()), term, _number(match["v"]))
+        if length := CONCURRENCY_LENGTH.search(line):
+            found.setdefault(_process(line), EngineMemory()).concurrency_tokens = int(_number(length["v"]))
+    return found
+
+
+@dataclass(frozen=True)
+class TermCheck:
+    """One memory term of one engine against the plan."""
+
+    engine: str
+    term: str
+    measured: float
+    planned: float
+
+    @property
+    def deviation(self) -> float:
+        """(measured - planned) / planned; infinite where the plan says zero and the engine does not."""
+        if self.planned == 0:
+            return 0.0 if self.measured == 0 else float("inf")
+        return (self.measured - self.planned) / self.planned
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.deviation) <= TOLERANCE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "deviation": round(self.deviation, 4), "ok": self.ok}
+
+    def text(self) -> str:
+        return (
+            f"{self.engine or 'the engine'}: {self.term} measured {self.measured:,.2f}, planned {self.planned:,.2f} "
+            f"({self.deviation:+.1%}; at most {TOLERANCE:.0%} either way)"
+        )
+
+
+PLANNED_TERMS = tuple(f.name for f in fields(EngineMemory) if f.name != "concurrency_tokens")
+
+
+def against_plan(measured: Mapping[str, EngineMemory], planned: Mapping[str, float]) -> list[TermCheck]:
+    """Every term both an engine printed and the plan holds, engine by engine.
+
+    ``planned`` maps a term of ``PLANNED_TERMS`` to its planned value for one engine (one GPU's share under
+    tensor parallelism, as each worker prints it); a term the plan does not hold is not compared.
+    """
+    unknown = sorted(set(planned) - set(PLANNED_TERMS))
+    if unknown:
+        raise ValueError(f"the plan holds terms no engine prints: {', '.join(unknown)}; the terms are {', '.join(PLANNED_TERMS)}")
+    checks: list[TermCheck] = []
+    for engine, memory in sorted(measured.items()):
+        for term in PLANNED_TERMS:
+            value = getattr(memory, term)
+            if value is not None and term in planned:
+                checks.append(TermCheck(engine, term, float(value), float(planned[term])))
+    return checks
+
+
+@dataclass
+class StartPhases:
+    """A start's steps (seconds from the process's start, at the last engine's line) and what they took."""
+
+    steps: dict[str, float] = field(default_factory=dict)
+    # vLLM's own figures, the slowest engine's, each summed over that engine's graphs and runs.
+    vllm_seconds: dict[str, float] = field(default_factory=dict)
+    # Shapes each engine's kernel warm-up ran, summed over its progress bars; the largest engine's.
+    warmup_shapes: int | None = None
+
+    def phases(self) -> dict[str, float | None]:
+        return {
+            name: round(self.steps[end] - self.steps[start], 3) if start in self.steps and end in self.steps else None
+            for name, start, end in PHASES
+        }
+
+    @property
+    def ready_s(self) -> float | None:
+        return self.steps.get("ready")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "phases": self.phases(),
+            "vllmSeconds": self.vllm_seconds,
+            "warmupShapes": self.warmup_shapes,
+            "readySeconds": self.ready_s,
+        }
+
+
+def start_phases(lines: Iterable[str]) -> StartPhases:
+    """The start by phase from a stamped log (``kubectl logs --timestamps``, or the preflight's own stamps).
+
+    The log's first stamped line is the process's start.
+    """
+    start: datetime | None = None
+    at: dict[str, datetime] = {}
+    own: dict[str, dict[str, float]] = {}
+    bars: dict[str, dict[str, int]] = {}
+
+    def add(line: str, figure: str, seconds: float) -> None:
+        figures = own.setdefault(_process(line), {})
+        figures[figure] = figures.get(figure, 0.0) + seconds
+
+    for line in lines:
+        time = line_time(line)
+        if time is None:
+            continue
+        start = start or time
+        for step, pattern, which in STEPS:
+            if pattern.search(line) and (step not in at or which == "last"):
+                at[step] = max(at.get(step, time), time)
+        if match := COMPILED.search(line):
+            add(line, "torch.compile", float(match["s"]))
+        elif match := PROFILED.search(line):
+            add(line, "profiling run", float(match["seconds"]))
+        elif match := GRAPHS_CAPTURED.search(line):
+            add(line, "CUDA graph capture", float(match["seconds"]))
+        for bar in WARMUP_BAR.finditer(line):
+            totals = bars.setdefault(_process(line), {})
+            totals[bar["desc"].strip()] = max(totals.get(bar["desc"].strip(), 0), int(bar["total"]))
+    result = StartPhases()
+    if start is None:
+        return result
+    result.steps = {"started": 0.0, **{step: round((time - start).total_seconds(), 3) for step, time in at.items()}}
+    for figures in own.values():
+        for figure, seconds in figures.items():
+            result.vllm_seconds[figure] = round(max(result.vllm_seconds.get(figure, 0.0), seconds), 3)
+    if bars:
+        result.warmup_shapes = max(sum(totals.values()) for totals in bars.values())
+    return result
