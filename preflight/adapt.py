@@ -21,6 +21,8 @@ DP_FLAGS = ("--data-parallel-size", "-dp")
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
 PP_FLAGS = ("--pipeline-parallel-size", "-pp")
 EP_FLAGS = ("--enable-expert-parallel", "-ep")
+# vLLM's engine argument for how weights are read; "dummy" initialises random ones (vllm/config/load.py).
+LOAD_FORMAT = "--load-format"
 # The settings that render the parallel flags (stacks/serving.py).
 DP_SETTING = "llm:serving.dataParallelSize"
 TP_SETTING = "llm:serving.tensorParallelSize"
@@ -184,8 +186,9 @@ def adapt(
     takes_gdn_flag: bool,
     model: ModelShape,
     isolated: Mapping[str, str] | None = None,
+    full_size: bool = False,
 ) -> EngineRun:
-    """The stack's engine adapted to ``machine``.
+    """The stack's engine adapted to ``machine``; with ``full_size``, the model at its real size with dummy weights.
 
     ``volumes`` maps a pod mount path to the local folder that stands in for it; ``isolated`` adds
     variables that give each start its own home and temporary folder (their caches are measured).
@@ -217,14 +220,36 @@ def adapt(
                 f"this machine has {machine.gpus} GPU(s), so {fits} engine(s) fit",
             )
         )
-    changes.append(
-        Adaptation(
-            "model",
-            spec.model_path,
-            model_dir,
-            "a miniature of the served model: same architecture and layer pattern, random weights (no weights are downloaded)",
+    if full_size:
+        changes.append(
+            Adaptation(
+                "model",
+                spec.model_path,
+                model_dir,
+                "the served model's config.json at its real size and quantization, with a small tokenizer whose special-token "
+                "ids are set into it (no weights are downloaded)",
+            )
         )
-    )
+        rendered_format = flag_value(flags, LOAD_FORMAT)
+        flags = _replace_flag(flags, (LOAD_FORMAT,), "dummy")
+        changes.append(
+            Adaptation(
+                LOAD_FORMAT,
+                rendered_format,
+                "dummy",
+                "vLLM builds the model from config.json with random weights of the checkpoint's quantization: its memory and "
+                "kernels are the real model's, its answers are noise",
+            )
+        )
+    else:
+        changes.append(
+            Adaptation(
+                "model",
+                spec.model_path,
+                model_dir,
+                "a miniature of the served model: same architecture and layer pattern, random weights (no weights are downloaded)",
+            )
+        )
     if port != spec.port:
         flags = _replace_flag(flags, ("--port",), str(port))
         changes.append(

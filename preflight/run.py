@@ -21,8 +21,18 @@ from typing import Any
 import yaml
 
 from facts.vllm import facts, supported_releases, tagged_release
-from preflight import bench, caches, drain, logscan, metrics, miniature, report
-from preflight.adapt import EngineRun, Machine, RefusedError, ShapeError, adapt, check_node_shape, container_command, without_flags
+from preflight import bench, caches, drain, full_size, logscan, metrics, miniature, report
+from preflight.adapt import (
+    EngineRun,
+    Machine,
+    RefusedError,
+    ShapeError,
+    adapt,
+    check_node_shape,
+    container_command,
+    parallel_shape,
+    without_flags,
+)
 from preflight.engine import Engine
 from preflight.probes import completion, http
 from preflight.rendered import EngineSpec, flag_names, queries, read_engine, read_prepared, vllm_reads
@@ -56,6 +66,8 @@ class Options:
     observe_after_grace: float = 30.0
     bench_timeout: float = 600.0
     port: int | None = None  # None: the stack's, or a free one when that is taken
+    # "miniature", or "full": the stack's model at its real size with dummy weights (miniature.SIZES).
+    size: str = "miniature"
 
 
 class Progress:
@@ -206,14 +218,19 @@ class Preflight:
         model = model_of(self.outputs, self.spec, self.prepared)
         source = miniature.find_source(model, os.environ)
         self.shape = miniature.shape(source.config)
-        self.model_dir = self.work / "model"
-        self.progress(f"miniature of {model} from the {source.provenance}")
-        made = self.make_miniature(model)
+        self.model_dir = self.work / ("model-full" if self.full else "model")
+        tensor_parallel = parallel_shape(self.spec.flags).tensor
+        self.progress(f"{'full-size model' if self.full else 'miniature'} of {model} from the {source.provenance}")
+        made = self.make_miniature(model, tensor_parallel)
         self.result["model"] = {
             "id": model,
+            "size": self.o.size,
+            "kind": miniature.architecture_kind(source.config),
             "source": source.provenance,
             "miniature": made,
-            "config": miniature.miniature_config(source.config),
+            "config": miniature.full_size_config(source.config)
+            if self.full
+            else miniature.miniature_config(source.config, tensor_parallel=tensor_parallel),
         }
         self.volume_dirs = {
             mount.path: str(self.work / "volumes" / mount.volume)
@@ -238,14 +255,20 @@ class Preflight:
             takes_gdn_flag=self.facts.takes("--gdn-prefill-backend"),
             model=self.shape,
             isolated=isolated,
+            full_size=self.full,
         )
         self.result["adaptations"] = [a.as_dict() for a in self.run.adaptations]
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def make_miniature(self, model: str) -> dict[str, Any]:
+    @property
+    def full(self) -> bool:
+        return self.o.size == "full"
+
+    def make_miniature(self, model: str, tensor_parallel: int) -> dict[str, Any]:
         self.model_dir.mkdir(parents=True, exist_ok=True)
+        shape = ["--size", self.o.size, "--tensor-parallel", str(tensor_parallel)]
         if self.mode == "local":
-            argv = [sys.executable, "-m", "preflight.miniature", str(self.model_dir), "--model", model]
+            argv = [sys.executable, "-m", "preflight.miniature", str(self.model_dir), "--model", model, *shape]
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
         else:
             argv = [
@@ -264,6 +287,7 @@ class Preflight:
                 "/out",
                 "--model",
                 model,
+                *shape,
             ]
             env = dict(os.environ)
         done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=1200)
@@ -330,9 +354,23 @@ class Preflight:
             lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
             record["scan"] = logscan.scan(lines).as_dict()
             record["project_parser"] = logscan.parse_with_project(lines, engine.started_at)
+            if self.full:
+                record.update(self.full_size_figures(lines))
             after = {name: caches.inventory(root) for name, root in self.roots.items()}
             record["caches"] = {name: {"before": before[name], "written": caches.written(before[name], after[name])} for name in self.roots}
         return record
+
+    def full_size_figures(self, lines: list[str]) -> dict[str, Any]:
+        """Each engine's memory lines, held to the render's memory plan where the preparation has one, and the start by phase."""
+        memory = full_size.read_memory(lines)
+        figures: dict[str, Any] = {
+            "memory": {engine: figures.as_dict() for engine, figures in memory.items()},
+            "phases_full_size": full_size.start_phases(lines).as_dict(),
+        }
+        plan = self.prepared.get("memory_plan")
+        if plan:
+            figures["memory_checks"] = [check.as_dict() for check in full_size.against_plan(memory, plan)]
+        return figures
 
     def first_requests(self, record: dict[str, Any]) -> dict[str, Any]:
         served = self.spec.served_name
@@ -420,6 +458,8 @@ class Preflight:
         self.read()
         self.setup()
         self.result["budgets"] = {"first_answer_after_ready_s": self.o.first_answer_budget}
+        if self.full and not self.prepared.get("memory_plan"):
+            self.result["notes"].append("no memory plan in the preparation: the engine's memory lines are reported, not held to a plan")
         starts: list[dict[str, Any]] = []
         self.result["starts"] = starts
         for index, mode in enumerate(self.o.starts):
@@ -462,6 +502,7 @@ class Preflight:
                 takes_gdn_flag=self.facts.takes("--gdn-prefill-backend"),
                 model=self.shape,
                 isolated={"HOME": str(self.roots["home"]), "TMPDIR": str(self.roots["tmp"])} if self.mode == "local" else {},
+                full_size=self.full,
             )
             run = forced
             what = "vLLM's defaults: the served name, the port and what this machine forces"

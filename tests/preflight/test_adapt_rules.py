@@ -58,6 +58,7 @@ def adapted(
     takes_gdn_flag: bool = True,
     volumes: dict[str, str] | None = None,
     isolated: dict[str, str] | None = None,
+    full_size: bool = False,
     **engine: object,
 ) -> EngineRun:
     if flags is not None:
@@ -73,6 +74,7 @@ def adapted(
         takes_gdn_flag=takes_gdn_flag,
         model=model,
         isolated=isolated,
+        full_size=full_size,
     )
 
 
@@ -328,3 +330,19 @@ def test_the_home_folder_is_mounted_at_roots_home() -> None:
     run = adapted(machine=replace(H100, gpus=8))
     words = container_command("podman", ENGINE, run, name="n", model_dir="/local/model", volumes={}, home="/local/home")
     assert words[words.index("/local/home:/root") - 1] == "-v"
+
+
+def test_full_size_runs_the_real_config_with_dummy_weights_and_says_why() -> None:
+    run = adapted(machine=replace(H100, gpus=8), full_size=True)
+    assert run.flags == (*ENGINE.flags, "--load-format=dummy")
+    model, load = change(run, "model"), change(run, "--load-format")
+    assert "real size and quantization" in model.reason and "miniature" not in model.reason
+    assert (load.rendered, load.run) == (None, "dummy") and "random weights" in load.reason
+
+
+def test_full_size_replaces_a_rendered_load_format_in_place() -> None:
+    flags = ("--data-parallel-size=1", "--load-format", "runai_streamer", "--max-model-len=4096")
+    run = adapted(flags, full_size=True)
+    assert run.flags == ("--data-parallel-size=1", "--load-format=dummy", "--max-model-len=4096")
+    assert change(run, "--load-format").rendered == "runai_streamer"
+    assert "--load-format" not in [a.what for a in adapted(flags).adaptations]

@@ -81,6 +81,10 @@ elif "serve" in args:
     (cache / "kernel.cubin").write_bytes(b"12345")
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(0))
     print("(APIServer pid=7) INFO: Starting to load model /models/m", flush=True)
+    if "--load-format=dummy" in args:
+        print("(EngineCore_DP0 pid=8) INFO: Model loading took 28.99 GiB memory and 9.8 seconds", flush=True)
+        print("(EngineCore_DP0 pid=8) INFO: Available KV cache memory: 41.05 GiB", flush=True)
+        print("(EngineCore_DP0 pid=8) INFO: GPU KV cache size: 185,949 tokens", flush=True)
     print("(APIServer pid=7) INFO: Starting vLLM server on http://0.0.0.0:8000", flush=True)
     print("INFO: Application startup complete.", flush=True)
     if os.environ.get("STAND_IN_UP"):
@@ -519,6 +523,10 @@ def test_a_container_setup_probes_and_builds_the_miniature_in_the_image(tools: T
                 "/out",
                 "--model",
                 MODEL,
+                "--size",
+                "miniature",
+                "--tensor-parallel",
+                "1",
             ],
         ),
     ]
@@ -558,7 +566,17 @@ def test_a_local_setup_runs_the_miniature_with_this_package_and_isolates_home_an
     work = preflight.work
     probe, miniature = tools.calls()
     assert probe["argv"] == ["-c", PROBE] and probe["tool"] == "python"
-    assert miniature["argv"] == ["-m", "preflight.miniature", str(work / "model"), "--model", MODEL]
+    assert miniature["argv"] == [
+        "-m",
+        "preflight.miniature",
+        str(work / "model"),
+        "--model",
+        MODEL,
+        "--size",
+        "miniature",
+        "--tensor-parallel",
+        "1",
+    ]
     assert miniature["pythonpath"] == os.pathsep.join([str(run.PACKAGE_ROOT), "/elsewhere"])
     assert preflight.run.model == str(work / "model")
     assert preflight.run.env["HOME"] == str(work / "home") and preflight.run.env["TMPDIR"] == str(work / "tmp")
@@ -571,10 +589,10 @@ def test_a_local_setup_runs_the_miniature_with_this_package_and_isolates_home_an
 def test_a_local_miniature_without_pythonpath_has_the_package_alone(tools: Tools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     preflight = Preflight(options(tmp_path, engine="local"), print)
     preflight.mode, preflight.model_dir = "local", tmp_path / "model"
-    preflight.make_miniature(MODEL)
+    preflight.make_miniature(MODEL, 1)
     assert tools.calls()[0]["pythonpath"] == str(run.PACKAGE_ROOT)
     # A later run finds the folder there.
-    assert preflight.make_miniature(MODEL) == {"weights": "written", "out": str(tmp_path / "model")}
+    assert preflight.make_miniature(MODEL, 1) == {"weights": "written", "out": str(tmp_path / "model")}
 
 
 @pytest.mark.parametrize("outputs", [True, False])
@@ -585,7 +603,7 @@ def test_without_a_preparation_the_model_is_the_renders(tools: Tools, tmp_path: 
     assert runner.prepared == {}
     runner.setup()
     assert runner.result["model"]["id"] == MODEL == SPEC.served_name
-    assert tools.calls()[-1]["argv"][-2:] == ["--model", MODEL]
+    assert tools.calls()[-1]["argv"][-6:-4] == ["--model", MODEL]
 
 
 def test_a_mount_path_written_with_a_trailing_slash_still_holds_the_model(tools: Tools, tmp_path: Path, notes: list[str]) -> None:
@@ -1138,3 +1156,48 @@ def test_a_render_whose_shape_overfills_its_node_fails_naming_the_setting_before
     assert "= 64 GPUs, on a node of 8" in result["shape"]["error"]
     assert [f["what"] for f in result["verdict"]["failures"]] == ["shape (llm:serving.dataParallelSize)"]
     assert tools.calls() == []
+
+
+def test_a_full_size_run_builds_the_real_config_loads_dummy_weights_and_holds_each_engines_memory_to_the_plan(
+    tools: Tools, tmp_path: Path, notes: list[str], api: str, monkeypatch: pytest.MonkeyPatch, quick_engine: None
+) -> None:
+    _vllm(tmp_path / "site", "0.26.0")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    preflight = ready(tmp_path, notes, "local", size="full")
+    work = preflight.work
+    assert tools.calls()[1]["argv"] == [
+        "-m",
+        "preflight.miniature",
+        str(work / "model-full"),
+        "--model",
+        MODEL,
+        "--size",
+        "full",
+        "--tensor-parallel",
+        "1",
+    ]
+    assert "--load-format=dummy" in preflight.run.flags and preflight.run.model == str(work / "model-full")
+    model = preflight.result["model"]
+    assert (model["size"], model["kind"]) == ("full", "hybrid")
+    assert model["config"]["text_config"]["hidden_size"] == 5120 and model["config"]["quantization_config"]["quant_method"] == "fp8"
+    # The render's plan, as the preparation carries it: the KV cache the plan expects with 256 sequences.
+    preflight.prepared["memory_plan"] = {"weights_gib": 28.99, "kv_cache_gib": 95.54, "kv_tokens": 432_872}
+    preflight.url = api
+    monkeypatch.setenv("STAND_IN_UP", str(tmp_path / "up"))
+    Api.up_file = tmp_path / "up"
+    record = preflight.start("1-cold", "cold", preflight.run, check_metrics=False, bench_name=None, drain_after=False)
+    assert record["memory"]["EngineCore_DP0 pid=8"]["kv_tokens"] == 185_949
+    assert record["phases_full_size"]["steps"]["loading"] >= 0
+    checks = {c["term"]: c["ok"] for c in record["memory_checks"]}
+    assert checks == {"weights_gib": True, "kv_cache_gib": False, "kv_tokens": False}
+    memory = [f for f in report.verdict({"starts": [record]})["failures"] if f["what"].startswith("memory")]
+    assert [f["what"] for f in memory] == ["memory (kv_cache_gib)", "memory (kv_tokens)"]
+    assert "1-cold: EngineCore_DP0 pid=8: kv_cache_gib measured 41.05, planned 95.54 (-57.0%" in memory[0]["text"]
+    assert "memory of EngineCore_DP0 pid=8: weights_gib 28.99" in report.text({"starts": [record]})
+
+
+def test_a_full_size_run_without_a_plan_reports_the_memory_lines_and_says_there_was_none(tools: Tools, tmp_path: Path) -> None:
+    runner = Scripted(replace(options(tmp_path), size="full"), [])
+    runner.prepared = {}
+    result = runner.execute()
+    assert "no memory plan in the preparation" in " ".join(result["notes"])
