@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
         choices=SIZES,
         default="miniature",
         help="miniature (default), or full: the stack's model at its real size and quantization with dummy weights "
-        "(--load-format=dummy), its memory lines held to the render's plan; 12-14 min cold",
+        "(vLLM's dummy load format), its memory lines held to the render's plan; 12-14 min cold",
     )
     p.add_argument("--compare", type=_list, default=(), help="throughput variants after the stack's: no-mtp, defaults")
     p.add_argument("--prompts", type=int, default=300, help="prompts of the throughput run (0: none)")

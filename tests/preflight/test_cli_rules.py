@@ -184,7 +184,7 @@ HELP = (
     "--work WORK where the miniature, logs, caches and report go (default build/preflight/<stack>)",
     "--engine {auto,local,docker,podman} auto: the stack's image when Docker or Podman is here, else the installed vLLM",
     "--size {miniature,full} miniature (default), or full: the stack's model at its real size and quantization with dummy weights "
-    "(--load-format=dummy), its memory lines held to the render's plan; 12-14 min cold",
+    "(vLLM's dummy load format), its memory lines held to the render's plan; 12-14 min cold",
     "--compare COMPARE throughput variants after the stack's: no-mtp, defaults",
     "--prompts PROMPTS prompts of the throughput run (0: none)",
     "--no-drain stop the last start without load instead of the drain test",
