@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from facts.vllm import FullSizeStart
 from preflight.logscan import line_time
 from workloads.cold_start.phases import GRAPHS_CAPTURED, KV_CACHE, LOADING, PROCESS, PROFILED, SERVING, WEIGHTS_LOADED
 
@@ -230,3 +231,24 @@ def start_phases(lines: Iterable[str]) -> StartPhases:
     if bars:
         result.warmup_shapes = max(sum(totals.values()) for totals in bars.values())
     return result
+
+
+def as_full_size_start(phases: StartPhases, *, gpu: str, run: str) -> FullSizeStart:
+    """A start read from a full-size log as the cold-start estimate takes it (facts/vllm.py ``FULL_SIZE_COLD_START``)."""
+    wall = phases.phases()
+    needed = {"weights loaded": wall["weights loaded"], "kernel warm-up": wall["kernel warm-up"], "ready": phases.ready_s}
+    needed |= {f"vLLM's {name}": phases.vllm_seconds.get(name) for name in ("torch.compile", "profiling run", "CUDA graph capture")}
+    missing = [name for name, value in needed.items() if value is None]
+    if missing:
+        raise ValueError(f"the log lacks what the estimate takes: {', '.join(missing)}")
+    return FullSizeStart(
+        gpu=gpu,
+        run=run,
+        weights_load=float(wall["weights loaded"] or 0.0),
+        torch_compile=phases.vllm_seconds["torch.compile"],
+        first_profiling=phases.vllm_seconds["profiling run"],
+        kernel_warmup=float(wall["kernel warm-up"] or 0.0),
+        warmup_shapes=f"{phases.warmup_shapes:,}" if phases.warmup_shapes else "not printed",
+        graph_capture=phases.vllm_seconds["CUDA graph capture"],
+        ready=float(phases.ready_s or 0.0),
+    )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from preflight.full_size import TOLERANCE, EngineMemory, TermCheck, against_plan, read_memory, start_phases
+from facts.vllm import FullSizeStart
+from preflight.full_size import TOLERANCE, EngineMemory, TermCheck, against_plan, as_full_size_start, read_memory, start_phases
 from tests.preflight.runs import DEV, log_lines
 
 ENGINE = "EngineCore pid=897"
@@ -177,3 +178,27 @@ def test_a_term_the_engine_did_not_print_or_the_plan_lacks_is_not_compared() -> 
     assert against_plan(memory, {"mamba_blocks": 1450.0, "kv_tokens": 1.0}) == []
     with pytest.raises(ValueError, match="the plan holds terms no engine prints: kv_bytes"):
         against_plan(memory, {"kv_bytes": 1.0})
+
+
+def test_a_full_size_start_becomes_the_estimates_figures_labelled_with_its_gpu() -> None:
+    start = as_full_size_start(start_phases(full_size_log()), gpu="H200", run="two engines")
+    assert start == FullSizeStart(
+        gpu="H200",
+        run="two engines",
+        weights_load=11.0,
+        torch_compile=95.0,
+        first_profiling=124.5,
+        kernel_warmup=209.9,
+        warmup_shapes="1,800",
+        graph_capture=129.0,
+        ready=770.0,
+    )
+    assert start.besides_weights == 759.0
+
+
+def test_a_log_without_a_start_to_ready_cannot_be_the_estimates() -> None:
+    with pytest.raises(ValueError) as raised:
+        as_full_size_start(start_phases(full_size_log()[:3]), gpu="H200", run="cut")
+    assert str(raised.value) == (
+        "the log lacks what the estimate takes: kernel warm-up, ready, vLLM's torch.compile, vLLM's profiling run, vLLM's CUDA graph capture"
+    )
