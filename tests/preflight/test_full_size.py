@@ -200,5 +200,6 @@ def test_a_log_without_a_start_to_ready_cannot_be_the_estimates() -> None:
     with pytest.raises(ValueError) as raised:
         as_full_size_start(start_phases(full_size_log()[:3]), gpu="H200", run="cut")
     assert str(raised.value) == (
-        "the log lacks what the estimate takes: kernel warm-up, ready, vLLM's torch.compile, vLLM's profiling run, vLLM's CUDA graph capture"
+        "the log lacks what the estimate takes: kernel warm-up, ready, "
+        "vLLM's torch.compile, vLLM's profiling run, vLLM's CUDA graph capture"
     )
