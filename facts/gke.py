@@ -31,6 +31,9 @@ A4_MACHINE_TYPE = "a4-highgpu-8g"
 A4_MACHINE_FAMILY = "a4"
 GPU_TYPE = "nvidia-b200"
 GPUS_PER_NODE = 8
+# One B200's memory as the driver reports it (nvidia-smi: 183359MiB; NVIDIA/TensorRT-LLM issue 10278 shows a
+# b200x8 host's): what vLLM multiplies by gpu_memory_utilization (facts/engine_memory.py).
+GPU_MEMORY_BYTES = 183_359 * 2**20
 GPU_RESOURCE = "nvidia.com/gpu"
 # What an a4-highgpu-8g node (224 vCPU, 3,968 GiB) leaves a pod after GKE's
 # reservations for the kubelet and system (docs/reference.md).

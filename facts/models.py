@@ -25,6 +25,9 @@ SENTENCE_TRANSFORMERS = "modules.json"
 # Bytes of one element: vLLM keeps unquantized weights in bf16 and conv/recurrent state in the model's dtype
 # (MambaStateDtypeCalculator, mamba_cache_dtype and mamba_ssm_cache_dtype "auto").
 MODEL_DTYPE_BYTES = 2
+# Bytes of the recurrent (SSM) state by the config's mamba_ssm_dtype, which vLLM takes for Qwen 3.5 when
+# --mamba-ssm-cache-dtype is auto (vllm/model_executor/models/config.py, Qwen3_5ForConditionalGenerationConfig).
+SSM_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # The KV cache's bytes per element by --kv-cache-dtype ("auto": the model's dtype).
 KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 NVFP4_GROUP = 16
@@ -110,7 +113,7 @@ class ModelFacts:
     experts: int
     """Routed experts per MoE layer, 0 for a dense model."""
     recurrent_state_bytes_per_sequence: int
-    """All linear-attention layers' conv and recurrent state of one sequence, in the model's dtype."""
+    """All linear-attention layers' conv state (the model's dtype) and recurrent state (its mamba_ssm_dtype) of one sequence."""
     max_context: int
 
     @property
@@ -321,7 +324,8 @@ def model_facts(config: Mapping[str, Any], *, model_id: str, sentence_transforme
         value_heads = _int(text, "linear_num_value_heads")
         conv = (2 * key + value_heads * _int(text, "linear_value_head_dim")) * (_int(text, "linear_conv_kernel_dim") - 1)
         recurrent = value_heads * _int(text, "linear_key_head_dim") * _int(text, "linear_value_head_dim")
-        state = linear_layers * (conv + recurrent) * MODEL_DTYPE_BYTES
+        ssm_bytes = SSM_DTYPE_BYTES.get(str(text.get("mamba_ssm_dtype")), MODEL_DTYPE_BYTES)
+        state = linear_layers * (conv * MODEL_DTYPE_BYTES + recurrent * ssm_bytes)
     else:
         state = 0
     return ModelFacts(
