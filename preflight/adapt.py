@@ -67,6 +67,8 @@ class Machine:
     # Optional modules the engine's Python can import that decide a kernel choice.
     modules: frozenset[str]
     gpu_name: str = ""
+    # The first GPU's memory, as torch reports it (the memory plan's HBM).
+    hbm_bytes: int | None = None
 
 
 @dataclass(frozen=True)

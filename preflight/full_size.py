@@ -8,14 +8,19 @@ named beside it (the lines are those of the real runs under tests/real_runs/).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from facts.engine_memory import GIB, Engine, MemoryBudget, counts_cuda_graphs, engine_memory
+from facts.models import model_facts
 from facts.vllm import FullSizeStart
+from preflight.adapt import ParallelShape, parallel_shape
 from preflight.logscan import line_time
+from preflight.rendered import flag_value
 from workloads.cold_start.phases import GRAPHS_CAPTURED, KV_CACHE, LOADING, PROCESS, PROFILED, SERVING, WEIGHTS_LOADED
 
 # A measured term may differ from the plan by this fraction before the preflight fails, naming the term.
@@ -158,6 +163,88 @@ def against_plan(measured: Mapping[str, EngineMemory], planned: Mapping[str, flo
             if value is not None and term in planned:
                 checks.append(TermCheck(engine, term, float(value), float(planned[term])))
     return checks
+
+
+# vLLM chooses these by the GPU and the usage context when the command line leaves them out
+# (vllm/engine/arg_utils.py, EngineArgs._set_default_max_num_seqs_and_batched_tokens_args): the plan needs them given.
+PLAN_FLAGS = ("--max-model-len", "--max-num-seqs", "--max-num-batched-tokens")
+# vLLM's defaults where a flag is absent (vllm/config/cache.py, CacheConfig; vllm/config/compilation.py, -O2).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_OPTIMIZATION_LEVEL = 2
+OPTIMIZATION = re.compile(r"^-O(?P<v>\d)$|^--optimization-level=(?P<long>\d)$")
+
+
+class NoPlanError(ValueError):
+    """The command line leaves a term of the memory plan to vLLM's choice on the GPU."""
+
+
+def _optimization_level(flags: tuple[str, ...]) -> int:
+    if "--enforce-eager" in flags:
+        return 0
+    found = [int(m["v"] or m["long"]) for arg in flags if (m := OPTIMIZATION.match(arg))]
+    return found[-1] if found else DEFAULT_OPTIMIZATION_LEVEL
+
+
+def _mtp_tokens(flags: tuple[str, ...]) -> int:
+    text = flag_value(flags, "--speculative-config")
+    if not text:
+        return 0
+    spec = json.loads(text)
+    return int(spec.get("num_speculative_tokens") or 0) if spec.get("method") == "mtp" else 0
+
+
+def engine_of(flags: tuple[str, ...], env: Mapping[str, str], *, hbm_bytes: int, release: str, capability: tuple[int, int]) -> Engine:
+    """The memory plan's engine for the command line this machine runs (its data parallelism adapted) on this GPU."""
+    missing = [name for name in PLAN_FLAGS if flag_value(flags, name) is None]
+    if missing:
+        raise NoPlanError(f"the command line leaves {', '.join(missing)} to vLLM's choice on the GPU")
+    shape: ParallelShape = parallel_shape(flags)
+    optional = {"mamba_cache_mode": mode} if (mode := flag_value(flags, "--mamba-cache-mode")) else {}
+    return Engine(
+        hbm_bytes=hbm_bytes,
+        gpu_memory_utilization=float(flag_value(flags, "--gpu-memory-utilization") or DEFAULT_GPU_MEMORY_UTILIZATION),
+        max_model_len=int(flag_value(flags, "--max-model-len") or 0),
+        max_num_seqs=int(flag_value(flags, "--max-num-seqs") or 0),
+        max_num_batched_tokens=int(flag_value(flags, "--max-num-batched-tokens") or 0),
+        kv_cache_dtype=flag_value(flags, "--kv-cache-dtype") or "auto",
+        mtp_tokens=_mtp_tokens(flags),
+        tensor_parallel=shape.tensor,
+        expert_ranks=shape.tensor * shape.data if shape.expert else shape.tensor,
+        cuda_graphs=counts_cuda_graphs(release, dict(env), _optimization_level(flags)),
+        # FlashInfer keeps full decode graphs with draft tokens on Blackwell only (facts/engine_memory.py, Engine).
+        full_graphs_with_drafts=capability[0] >= 10,
+        release=release,
+        **optional,
+    )
+
+
+def planned_terms(budget: MemoryBudget) -> dict[str, float]:
+    """The plan's figures under the names of the engine's memory lines (``PLANNED_TERMS``)."""
+    terms = {
+        "weights_gib": budget.weights / GIB,
+        "kv_cache_gib": budget.available_kv / GIB,
+        "kv_tokens": float(budget.kv_tokens),
+        "max_concurrency": budget.requests,
+        "cuda_graph_estimated_gib": budget.cuda_graphs / GIB,
+    }
+    if budget.hybrid:
+        terms["mamba_blocks"] = float(budget.blocks)
+    return terms
+
+
+def plan_for(
+    config: Mapping[str, Any],
+    model: str,
+    flags: tuple[str, ...],
+    env: Mapping[str, str],
+    *,
+    hbm_bytes: int,
+    release: str,
+    capability: tuple[int, int],
+) -> dict[str, float]:
+    """The memory plan (facts/engine_memory.py) of ``model`` under ``flags`` on this GPU, as terms to hold each engine to."""
+    engine = engine_of(flags, env, hbm_bytes=hbm_bytes, release=release, capability=capability)
+    return planned_terms(engine_memory(model_facts(config, model_id=model), engine))
 
 
 @dataclass

@@ -44,6 +44,7 @@ PROBE = (
     "n = torch.cuda.device_count()\n"
     "print(json.dumps({'gpus': n, 'capability': list(torch.cuda.get_device_capability(0)) if n else None,\n"
     " 'name': torch.cuda.get_device_name(0) if n else '', 'cuda': torch.version.cuda,\n"
+    " 'memory': torch.cuda.get_device_properties(0).total_memory if n else None,\n"
     " 'modules': [m for m in ('cutlass', 'flashinfer_cubin', 'flashinfer_jit_cache') if importlib.util.find_spec(m)]}))\n"
 )
 COMPARISONS = ("no-mtp", "defaults")
@@ -129,6 +130,7 @@ def probe_machine(argv: list[str]) -> Machine:
         cuda_runtime_major=int(cuda.split(".")[0]) if cuda else None,
         modules=frozenset(found["modules"]),
         gpu_name=str(found["name"]),
+        hbm_bytes=int(found["memory"]) if found.get("memory") else None,
     )
 
 
@@ -217,6 +219,7 @@ class Preflight:
         }
         model = model_of(self.outputs, self.spec, self.prepared)
         source = miniature.find_source(model, os.environ)
+        self.model_id, self.model_config = model, source.config
         self.shape = miniature.shape(source.config)
         self.model_dir = self.work / ("model-full" if self.full else "model")
         tensor_parallel = parallel_shape(self.spec.flags).tensor
@@ -355,21 +358,36 @@ class Preflight:
             record["scan"] = logscan.scan(lines).as_dict()
             record["project_parser"] = logscan.parse_with_project(lines, engine.started_at)
             if self.full:
-                record.update(self.full_size_figures(lines))
+                record.update(self.full_size_figures(lines, run))
             after = {name: caches.inventory(root) for name, root in self.roots.items()}
             record["caches"] = {name: {"before": before[name], "written": caches.written(before[name], after[name])} for name in self.roots}
         return record
 
-    def full_size_figures(self, lines: list[str]) -> dict[str, Any]:
-        """Each engine's memory lines, held to the render's memory plan where the preparation has one, and the start by phase."""
+    def full_size_figures(self, lines: list[str], run: EngineRun) -> dict[str, Any]:
+        """Each engine's memory lines held to the memory plan of the command line it ran on this GPU, and the start by phase."""
         memory = full_size.read_memory(lines)
         figures: dict[str, Any] = {
             "memory": {engine: figures.as_dict() for engine, figures in memory.items()},
             "phases_full_size": full_size.start_phases(lines).as_dict(),
         }
-        plan = self.prepared.get("memory_plan")
-        if plan:
-            figures["memory_checks"] = [check.as_dict() for check in full_size.against_plan(memory, plan)]
+        m = self.machine
+        try:
+            if m.hbm_bytes is None or m.capability is None:
+                raise full_size.NoPlanError("the GPU's memory was not read")
+            plan = full_size.plan_for(
+                self.model_config,
+                self.model_id,
+                run.flags,
+                {**self.spec.env, **run.env},
+                hbm_bytes=m.hbm_bytes,
+                release=self.facts.release,
+                capability=m.capability,
+            )
+        except full_size.NoPlanError as no_plan:
+            figures["memory_plan"] = {"none": f"not held to a plan: {no_plan}"}
+            return figures
+        figures["memory_plan"] = plan
+        figures["memory_checks"] = [check.as_dict() for check in full_size.against_plan(memory, plan)]
         return figures
 
     def first_requests(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -458,8 +476,6 @@ class Preflight:
         self.read()
         self.setup()
         self.result["budgets"] = {"first_answer_after_ready_s": self.o.first_answer_budget}
-        if self.full and not self.prepared.get("memory_plan"):
-            self.result["notes"].append("no memory plan in the preparation: the engine's memory lines are reported, not held to a plan")
         starts: list[dict[str, Any]] = []
         self.result["starts"] = starts
         for index, mode in enumerate(self.o.starts):

@@ -11,7 +11,20 @@ from __future__ import annotations
 import pytest
 
 from facts.vllm import FullSizeStart
-from preflight.full_size import TOLERANCE, EngineMemory, TermCheck, against_plan, as_full_size_start, read_memory, start_phases
+from preflight.full_size import (
+    TOLERANCE,
+    EngineMemory,
+    NoPlanError,
+    TermCheck,
+    against_plan,
+    as_full_size_start,
+    engine_of,
+    plan_for,
+    read_memory,
+    start_phases,
+)
+from preflight.miniature import find_source
+from preflight.rendered import read_engine
 from tests.preflight.runs import DEV, log_lines
 
 ENGINE = "EngineCore pid=897"
@@ -203,3 +216,60 @@ def test_a_log_without_a_start_to_ready_cannot_be_the_estimates() -> None:
         "the log lacks what the estimate takes: kernel warm-up, ready, "
         "vLLM's torch.compile, vLLM's profiling run, vLLM's CUDA graph capture"
     )
+
+
+H200_BYTES = 143_771 * 2**20
+QWEN35_27B = find_source("Qwen/Qwen3.5-27B-FP8", {"HF_HUB_CACHE": "/nonexistent"}).config
+
+
+def dev_flags(*changes: str) -> tuple[str, ...]:
+    """dev's rendered flags as one H200 runs them (data parallel 1), with ``changes`` in place of the flags they name."""
+    names = {change.split("=", 1)[0] for change in changes}
+    kept = [f for f in read_engine(DEV / "rendered").flags if f.split("=", 1)[0] not in names | {"--data-parallel-size"}]
+    return (*kept, "--data-parallel-size=1", *changes)
+
+
+def plan(*changes: str, capability: tuple[int, int] = (9, 0)) -> dict[str, float]:
+    flags = dev_flags(*changes)
+    return plan_for(QWEN35_27B, "Qwen/Qwen3.5-27B-FP8", flags, {}, hbm_bytes=H200_BYTES, release="0.26.0", capability=capability)
+
+
+def test_the_plan_of_devs_flags_on_one_h200_holds_the_measured_start_within_ten_percent() -> None:
+    # One H200, vLLM 0.26.0, dev's flags with MTP and --max-num-seqs=256: 28.99 GiB loaded, 95.54 GiB and 432,872 tokens
+    # of KV cache (the full-size run, docs/preflight.md).
+    memory = EngineMemory(weights_gib=28.99, kv_cache_gib=95.54, kv_tokens=432_872)
+    checks = against_plan({"EngineCore pid=1": memory}, plan("--max-num-seqs=256"))
+    assert [c.term for c in checks] == ["weights_gib", "kv_cache_gib", "kv_tokens"]
+    assert all(c.ok for c in checks), [c.text() for c in checks]
+
+
+def test_the_plan_sees_what_the_measured_start_without_mtp_refused() -> None:
+    # Without MTP at 8192 sequences vLLM 0.26.0 refused: "max_num_seqs (8192) exceeds available Mamba cache blocks (1450)".
+    without = tuple(f for f in dev_flags() if not f.startswith("--speculative-config"))
+    planned = plan_for(QWEN35_27B, "Qwen/Qwen3.5-27B-FP8", without, {}, hbm_bytes=H200_BYTES, release="0.26.0", capability=(9, 0))
+    assert [c.ok for c in against_plan({"e": EngineMemory(mamba_blocks=1450)}, planned)] == [True]
+
+
+def bare_flags() -> tuple[str, ...]:
+    return ("--max-model-len=4096", "--max-num-seqs=8", "--max-num-batched-tokens=4096")
+
+
+def test_the_engine_the_plan_reads_is_the_command_line_this_machine_runs() -> None:
+    flags = dev_flags("--max-num-seqs=256", "--tensor-parallel-size=2", "--enable-expert-parallel", "--data-parallel-size=2")
+    engine = engine_of(flags, {}, hbm_bytes=H200_BYTES, release="0.26.0", capability=(10, 0))
+    assert (engine.max_num_seqs, engine.max_model_len, engine.max_num_batched_tokens) == (256, 2560, 16384)
+    assert (engine.gpu_memory_utilization, engine.kv_cache_dtype, engine.mtp_tokens) == (0.92, "fp8_e4m3", 1)
+    assert (engine.tensor_parallel, engine.expert_ranks, engine.mamba_cache_mode) == (2, 4, "align")
+    assert engine.cuda_graphs and engine.full_graphs_with_drafts and engine.hbm_bytes == H200_BYTES
+    hopper = engine_of((*flags, "--enforce-eager"), {}, hbm_bytes=1, release="0.26.0", capability=(9, 0))
+    assert not hopper.cuda_graphs and not hopper.full_graphs_with_drafts
+    bare = engine_of(
+        ("--max-model-len=4096", "--max-num-seqs=8", "--max-num-batched-tokens=4096"), {}, hbm_bytes=1, release="0.26.0", capability=(9, 0)
+    )
+    assert (bare.gpu_memory_utilization, bare.kv_cache_dtype, bare.mtp_tokens, bare.expert_ranks) == (0.9, "auto", 0, 1)
+    assert not engine_of(("-O0", *bare_flags()), {}, hbm_bytes=1, release="0.26.0", capability=(9, 0)).cuda_graphs
+
+
+def test_a_command_line_that_leaves_a_planned_term_to_vllm_has_no_plan() -> None:
+    with pytest.raises(NoPlanError, match="leaves --max-num-seqs, --max-num-batched-tokens to vLLM's choice on the GPU"):
+        engine_of(("--max-model-len=4096",), {}, hbm_bytes=1, release="0.26.0", capability=(9, 0))
