@@ -12,7 +12,8 @@ from preflight.miniature import SIZES
 
 DESCRIPTION = """\
 Runs the stack's exact vLLM command line and environment on this machine's GPUs against a miniature of its
-model (same architecture, random weights), adapting only what the machine forces, and reports: the flags
+model (same architecture, random weights), or with --size full the model at its real size (dummy weights,
+each engine's memory held to the plan), adapting only what the machine forces, and reports: the flags
 accepted, each start's phases through the project's cold-start parser, the caches a later start reused,
 every metric the stack's alerts, scaler and dashboard read, a completion and chat requests with usage, the
 time from Ready to the first answer, the drain under load against the pod's grace period, preStop and
