@@ -161,3 +161,5 @@ pulumi.export("vllmVersion", specs.outputs.vllm_version)
 pulumi.export("serviceUrl", replicas.url)
 pulumi.export("serving", specs.outputs.serving)
 pulumi.export("estimates", specs.estimate.as_output())
+if specs.engine_memory:
+    pulumi.export("engineMemory", specs.engine_memory.as_output())

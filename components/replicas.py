@@ -6,7 +6,7 @@ manifests; ``Replicas`` only registers them.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from typing import Any
 
 import pulumi
@@ -16,6 +16,7 @@ from components.credentials import SecretRef
 from components.manifests import Manifest, guaranteed
 from components.options import AWAIT_MARGIN_MINUTES, child_options
 from components.programs import REPOSITORY
+from facts.engine_flags import written_flags
 from facts.gke import GPUS_PER_NODE
 from facts.vllm import FIRST_ANSWER_SECONDS, JIT_CACHE_FOLDERS
 from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
@@ -49,38 +50,16 @@ GCSFUSE_SIDECAR_RESOURCES = {
 
 
 def engine_args(profile: EngineProfile, model: str, served_name: str, drain: Drain | None = None) -> list[str]:
-    """The ``vllm serve`` command line. Each default flag is a measured choice (docs/reference.md)."""
-    args = [
-        "vllm",
-        "serve",
-        model,
-        f"--served-model-name={served_name}",
-        "--host=0.0.0.0",
-        f"--port={profile.port}",
-        f"--data-parallel-size={profile.data_parallel_size}",
-        f"--max-model-len={profile.max_model_len}",
-        f"--max-num-batched-tokens={profile.max_num_batched_tokens}",
-        f"--max-num-seqs={profile.max_num_seqs}",
-        f"--kv-cache-dtype={profile.kv_cache_dtype}",
-        f"--gpu-memory-utilization={profile.gpu_memory_utilization}",
-    ]
-    # Both default on in vLLM 0.18.1: turning one off takes its --no- form.
-    args.append("--enable-prefix-caching" if profile.enable_prefix_caching else "--no-enable-prefix-caching")
-    args.append("--enable-chunked-prefill" if profile.enable_chunked_prefill else "--no-enable-chunked-prefill")
-    if profile.attention_backend:
-        args.append(f"--attention-backend={profile.attention_backend}")
-    args.append(f"-O{profile.optimization_level}")
-    if profile.mtp_tokens:
-        speculative = json.dumps({"method": "mtp", "num_speculative_tokens": profile.mtp_tokens}, separators=(",", ":"))
-        args.append(f"--speculative-config={speculative}")
-    if profile.mamba_cache_mode:
-        args.append(f"--mamba-cache-mode={profile.mamba_cache_mode}")
-    if profile.mamba_block_size:
-        args.append(f"--mamba-block-size={profile.mamba_block_size}")
-    if drain is not None:
-        # On SIGTERM vLLM stops taking requests and lets those in flight finish for this long.
-        args.append(f"--shutdown-timeout={drain.shutdown_timeout_seconds}")
-    return args + list(profile.extra_args)
+    """The ``vllm serve`` command line: the flags of facts/engine_flags.py's table, then extraArgs.
+
+    Each default flag is a measured choice (docs/reference.md)."""
+    values = {field.name: getattr(profile, field.name) for field in dataclasses.fields(profile)}
+    values |= {
+        "served_name": served_name,
+        "host": "0.0.0.0",
+        "shutdown_timeout_seconds": drain.shutdown_timeout_seconds if drain is not None else None,
+    }
+    return ["vllm", "serve", model, *written_flags(values), *profile.extra_args]
 
 
 def model_source(model_id: str, cache: CacheMount | None) -> str:

@@ -12,6 +12,7 @@ each with the vLLM function it comes from, are in docs/memory.md; the figures of
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -45,9 +46,16 @@ KERNEL_BLOCK_ALIGNMENT = 16
 # Linear-attention state blocks a request holds (vllm/v1/kv_cache_interface.py, MambaSpec.max_memory_usage_bytes):
 # two in align mode (the running state and the last block boundary's), one otherwise; one more per draft token.
 ALIGN_STATE_BLOCKS = 2
+# 0.33.0 keeps one more state block a request in align mode where a Gated-DeltaNet layer exports prefill
+# checkpoints (kv_cache_interface.py, MambaSpec.num_prefill_checkpoint_blocks; qwen_gdn_linear_attn.py,
+# get_kv_cache_spec); counted whenever it may.
+PREFILL_CHECKPOINT_BLOCKS = {"0.18.1": 0, "0.26.0": 0, "0.33.0": 1}
 # A group of layers is padded to the largest type's count when it is below 1.5x the smallest
 # (vllm/v1/core/kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
 GROUP_PADDING_RATIO = 1.5
+# vLLM's own max_num_seqs for `vllm serve` on a GPU of 70 GiB or more (vllm/engine/arg_utils.py,
+# EngineArgs.get_batch_defaults): what a model without facts gets, as vLLM would give it.
+VLLM_DEFAULT_MAX_NUM_SEQS = 1024
 # Releases that refuse to start when max_num_seqs exceeds the Mamba cache blocks with full CUDA graphs
 # (vllm/config/compilation.py, CompilationConfig: "max_num_seqs (...) exceeds available Mamba cache blocks").
 # 0.18.1 capped the decode graphs to the blocks instead (CompilationConfig, "Cap cudagraph capture sizes").
@@ -61,6 +69,8 @@ CUDA_GRAPH_ESTIMATE_VARIABLE = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 class ModelMemory(Protocol):
     """What the budget reads of a model (facts/models.py, ModelFacts)."""
 
+    @property
+    def task(self) -> str: ...
     @property
     def weight_bytes(self) -> int: ...
     @property
@@ -113,6 +123,7 @@ class Engine:
 class MemoryBudget:
     """One GPU's memory for one engine, in bytes, and the KV cache it leaves."""
 
+    max_num_seqs: int
     requested: int
     weights: int
     forward_peak: int
@@ -166,6 +177,7 @@ class MemoryBudget:
             "availableKvCache": self.available_kv,
         }
         return {
+            "maxNumSeqs": self.max_num_seqs,
             **{f"{name}GiB": round(value / GIB, 2) for name, value in gib.items()},
             "kvCacheTokens": self.kv_tokens,
             "requestsOfMaxModelLen": round(self.requests, 2),
@@ -187,6 +199,9 @@ def sampler_rows(engine: Engine) -> int:
 
 
 def sampler_peak(model: ModelMemory, engine: Engine) -> int:
+    if model.task == "embed":
+        # A pooling model runs its pooler, not the sampler (GPUModelRunner.profile_run, _dummy_pooler_run).
+        return 0
     per_logit = SPEC_SAMPLER_BYTES + SPEC_SAMPLER_BYTES_PER_DRAFT * engine.mtp_tokens if engine.mtp_tokens else SAMPLER_BYTES
     return sampler_rows(engine) * model.vocab_size * per_logit
 
@@ -212,7 +227,9 @@ def _layout(model: ModelMemory, engine: Engine) -> tuple[int, int, int, int, int
     if engine.mamba_cache_mode == "all":
         state_blocks = math.ceil(engine.max_model_len / block) + engine.mtp_tokens
     else:
-        state_blocks = (ALIGN_STATE_BLOCKS if engine.mamba_cache_mode == "align" else 1) + engine.mtp_tokens
+        align = engine.mamba_cache_mode == "align"
+        checkpoints = PREFILL_CHECKPOINT_BLOCKS.get(engine.release, 0) if align else 0
+        state_blocks = (ALIGN_STATE_BLOCKS if align else 1) + checkpoints + engine.mtp_tokens
     return block, block * token_bytes, group, attention_groups, state_groups * state_blocks
 
 
@@ -230,6 +247,7 @@ def engine_memory(model: ModelMemory, engine: Engine) -> MemoryBudget:
     # kv_cache_utils.get_num_blocks: available // page // layers per group.
     blocks = max(available, 0) // page // group
     return MemoryBudget(
+        max_num_seqs=engine.max_num_seqs,
         requested=requested,
         weights=weights,
         forward_peak=forward,
@@ -289,3 +307,39 @@ def balanced_max_num_seqs(model: ModelMemory, engine: Engine, request_tokens: in
         else:
             high = middle - 1
     return low
+
+
+# The start lines vLLM logs of its memory (vllm/v1/worker/gpu_model_runner.py, GPUModelRunner.load_model and
+# profile_cudagraph_memory; gpu_worker.py, Worker.determine_available_memory; kv_cache_utils.py, get_kv_cache_configs).
+_START_LINES = {
+    "weights": re.compile(r"Model loading took ([\d.]+) GiB"),
+    "cuda_graphs": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
+    "available_kv": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    "kv_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    "requests": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
+    "blocks": re.compile(r"exceeds available Mamba cache blocks \((\d+)\)"),
+}
+
+
+def start_lines(log: str) -> dict[str, float]:
+    """The memory figures of an engine's log, by the names of MemoryBudget's (GiB as bytes); the first of each."""
+    found: dict[str, float] = {}
+    for name, pattern in _START_LINES.items():
+        match = pattern.search(log)
+        if match:
+            value = float(match[1].replace(",", ""))
+            found[name] = value * GIB if name in ("weights", "cuda_graphs", "available_kv") else value
+    return found
+
+
+def compare(budget: MemoryBudget, log: str) -> dict[str, tuple[float, float]]:
+    """Each figure of ``log``'s start lines beside the plan's: name -> (planned, logged)."""
+    planned: dict[str, float] = {
+        "weights": budget.weights,
+        "cuda_graphs": budget.cuda_graphs,
+        "available_kv": budget.available_kv,
+        "kv_tokens": budget.kv_tokens,
+        "requests": budget.requests,
+        "blocks": budget.blocks,
+    }
+    return {name: (planned[name], logged) for name, logged in start_lines(log).items()}

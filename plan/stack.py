@@ -16,6 +16,7 @@ from typing import assert_never
 
 from facts import gke, images
 from facts.batch_sizing import runner_workers
+from facts.engine_memory import MemoryBudget
 from facts.gke import EXCLUSION_SCOPES, GPU_TYPE
 from facts.naming import (
     REPLICAS,
@@ -389,13 +390,14 @@ class EngineProfile:
     memory: str
 
 
-def engine_profile(serving: ServingProfile) -> EngineProfile:
+def engine_profile(serving: ServingProfile, max_num_seqs: int) -> EngineProfile:
+    """The engine's profile; ``max_num_seqs`` is the stack's, from the memory budget when serving leaves it unset."""
     return EngineProfile(
         port=serving.port,
         data_parallel_size=serving.data_parallel_size,
         max_model_len=serving.max_model_len,
         max_num_batched_tokens=serving.max_num_batched_tokens,
-        max_num_seqs=serving.max_num_seqs,
+        max_num_seqs=max_num_seqs,
         kv_cache_dtype=serving.kv_cache_dtype,
         gpu_memory_utilization=serving.gpu_memory_utilization,
         enable_prefix_caching=serving.enable_prefix_caching,
@@ -626,6 +628,8 @@ class StackPlan:
     protect_state: bool
     # Throughput and cost, on this plan's decision of whether the stack serves, and what they were computed from.
     estimate: Estimate
+    # One engine's memory on one GPU as vLLM will size it (facts/engine_memory.py); None for a model without facts.
+    engine_memory: MemoryBudget | None
     costing: Costing
     apis: ApisSpec
     network: NetworkSpec
@@ -774,7 +778,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         image=image,
         autoscaled=autoscaling is not None,
         rollout=rollout(settings),
-        profile=engine_profile(settings.serving),
+        profile=engine_profile(settings.serving, settings.max_num_seqs),
         model_id=settings.model.id,
         served_name=settings.model.public_name,
         scheduling=placement,
@@ -857,6 +861,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         scaled_to_zero=scaled_to_zero,
         protect_state=settings.production,
         estimate=figures,
+        engine_memory=settings.memory_budget,
         costing=costs,
         apis=ApisSpec(settings.project),
         registry=RegistrySpec(settings.project, settings.region, labels) if settings.registry.enabled else None,

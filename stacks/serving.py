@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from facts.engine_flags import managed_flags
 from facts.gke import A4_POD_CPU, A4_POD_MEMORY, GPUS_PER_NODE
 from facts.kubernetes import ENV_NAME, quantity
 from facts.vllm import JIT_CACHE_FOLDERS, TTFT_FAMILY, TTFT_HISTOGRAM, VllmFacts, custom_buckets, facts, supported_releases, tagged_release
@@ -27,29 +28,8 @@ _NUMBER_READS = {
     "int": ("int(value)", "an integer"),
     "float": ("float(value)", "a number"),
 }
-# The `vllm serve` flags the program sets, and the key that sets each.
-MANAGED_FLAGS = {
-    "--model": "model.id",
-    "--served-model-name": "model.servedName",
-    "--host": "(always 0.0.0.0)",
-    "--port": "serving.port",
-    "--data-parallel-size": "serving.dataParallelSize",
-    "--max-model-len": "serving.maxModelLen",
-    "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
-    "--max-num-seqs": "serving.maxNumSeqs",
-    "--kv-cache-dtype": "serving.kvCacheDtype",
-    "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
-    "--enable-prefix-caching": "serving.enablePrefixCaching",
-    "--enable-chunked-prefill": "serving.enableChunkedPrefill",
-    "--attention-backend": "serving.attentionBackend",
-    "-O": "serving.optimizationLevel",
-    "--optimization-level": "serving.optimizationLevel",
-    "--speculative-config": "serving.mtpTokens",
-    "--mamba-cache-mode": "serving.mambaCacheMode",
-    "--mamba-block-size": "serving.mambaBlockSize",
-    "--shutdown-timeout": "drain.shutdownTimeoutSeconds",
-    "--api-key": "the apiKey secret (pulumi config set --secret apiKey)",
-}
+# The `vllm serve` flags the program sets, and the key that sets each (facts/engine_flags.py's table).
+MANAGED_FLAGS = managed_flags()
 _FLAG = re.compile(r"^(--[a-z0-9][a-z0-9-]*|-O)(=.*)?$|^-O[0-9]$")
 
 
@@ -93,8 +73,9 @@ class ServingProfile(Section):
     """Context length. The default 131072 wasted 85x of the KV cache; size it to input + output."""
     max_num_batched_tokens: int = Field(default=16384, gt=0)
     """Tokens per engine step."""
-    max_num_seqs: int = Field(default=8192, gt=0)
-    """Concurrent sequences per engine; 512 capped admission in the reference."""
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    """Concurrent sequences per engine; default: the most the KV cache holds of the workload's mean request, within
+    what starts (docs/memory.md). Each costs sampler memory at start, and on a hybrid model a state block."""
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "fp8_e4m3"
     """KV cache precision; FP8 holds ~3x the tokens (959K vs 288K per engine)."""
     gpu_memory_utilization: float = Field(default=0.92, gt=0, le=0.95)
@@ -283,7 +264,7 @@ class ServingProfile(Section):
                 f"is below maxModelLen ({self.max_model_len}) with chunked prefill off, which vLLM refuses; "
                 "raise it or enable chunked prefill",
             )
-        if self.max_num_batched_tokens < self.max_num_seqs:
+        if self.max_num_seqs is not None and self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigProblem(
                 ("maxNumBatchedTokens",), self.max_num_batched_tokens, f"is below maxNumSeqs ({self.max_num_seqs}), which vLLM refuses"
             )

@@ -17,11 +17,14 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 # Pure arithmetic the plan also uses to size the runner: one place for how many workers a pod runs.
 from facts.batch_sizing import runner_workers
+from facts.engine_memory import VLLM_DEFAULT_MAX_NUM_SEQS, MemoryBudget
 from facts.gcp import a4_zones
 from facts.gke import A4_MACHINE_TYPE, GENERAL_PURPOSE_MAX_CPU, GENERAL_PURPOSE_MAX_MEMORY, SPOT_GRACE_SECONDS
 from facts.kubernetes import quantity
+from facts.models import ModelFacts, catalogued
 from facts.naming import KEDA_NAMESPACE, PROGRAM_LABELS
 from facts.vllm import SHUTDOWN_TEARDOWN_SECONDS, TTFT_HISTOGRAM
+from stacks import memory
 from stacks.autoscaling import AutoscalingSettings
 from stacks.batch import BatchSettings
 from stacks.benchmark import BenchmarkSettings
@@ -149,17 +152,39 @@ class StackSettings(Section):
             return self.autoscaling.max_replicas or max(self.nodes, 1)
         return self.nodes
 
+    @property
+    def model_facts(self) -> ModelFacts | None:
+        """What the served model is, from its config.json; None for a model the catalogue lacks."""
+        return catalogued(self.model.id)
+
+    @property
+    def max_num_seqs(self) -> int:
+        """The engines' maxNumSeqs: serving.maxNumSeqs, else from the memory budget and the workload (stacks/memory.py)."""
+        facts = self.model_facts
+        if self.serving.max_num_seqs is not None or facts is None:
+            return self.serving.max_num_seqs or VLLM_DEFAULT_MAX_NUM_SEQS
+        return memory.max_num_seqs(self.serving, self.workload, facts)
+
+    @property
+    def memory_budget(self) -> MemoryBudget | None:
+        """One engine's memory on one GPU, for a model with facts."""
+        facts = self.model_facts
+        return memory.budget(self.serving, self.workload, facts) if facts else None
+
     def warnings(self, namespace: str) -> list[str]:
         """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
+        facts = self.model_facts
+        found = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, facts) if facts else []
         known = a4_zones()
         if self.zone in known.zones:
-            return []
+            return found
         nearby = [zone for zone in known.zones if zone.startswith(self.region + "-")]
         where = f"in {self.region}: {', '.join(nearby)}" if nearby else f"anywhere: {', '.join(known.zones)}"
         return [
+            *found,
             f"{namespace}:zone: {show_value(self.zone)} is not among the zones known to offer {A4_MACHINE_TYPE} "
             f"(list of {known.as_of}; {where}); A4 nodes may never come. "
-            "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
+            "Check https://cloud.google.com/compute/docs/gpus/gpu-regions-zones",
         ]
 
     @model_validator(mode="after")
@@ -174,6 +199,8 @@ class StackSettings(Section):
                 f"is below the workload's longest request ({longest} tokens: input {self.workload.input_tokens} and "
                 f"output {self.workload.output_tokens}, each up to +{self.workload.range_ratio:.0%}); raise it to at least {longest}",
             )
+        if (facts := self.model_facts) is not None:
+            memory.check(self.serving, self.workload, facts, self.model.id)
         largest = self.serving.ttft_largest_bucket
         if self.observability.ttft_p99_seconds >= largest:
             # histogram_quantile never exceeds the largest finite bucket: the alert could never fire.

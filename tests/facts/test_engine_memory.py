@@ -10,6 +10,7 @@ from facts.engine_memory import (
     GIB,
     Engine,
     balanced_max_num_seqs,
+    compare,
     counts_cuda_graphs,
     engine_memory,
     largest_max_num_seqs,
@@ -121,3 +122,30 @@ def test_cuda_graph_estimate_follows_the_release_and_the_variable() -> None:
     assert counts_cuda_graphs("0.18.1", {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}, 3)
     assert counts_cuda_graphs("0.26.0", {}, 3)
     assert not counts_cuda_graphs("0.26.0", {}, 0)
+
+
+def test_a_runs_start_lines_read_beside_the_plan() -> None:
+    # Lines as vLLM 0.26.0 logs them, from the run without MTP at 8192 sequences.
+    log = "\n".join(
+        [
+            "(EngineCore pid=1) INFO [gpu_model_runner.py:5348] Model loading took 28.54 GiB memory and 12.5 seconds",
+            "INFO [gpu_model_runner.py:6738] Estimated CUDA graph memory: 3.07 GiB total",
+            "INFO [gpu_worker.py:560] Available KV cache memory: 69.41 GiB",
+            "INFO [kv_cache_utils.py:2177] GPU KV cache size: 464,000 tokens",
+            "INFO [kv_cache_utils.py:2178] Maximum concurrency for 2,560 tokens per request: 181.25x",
+            "ValueError: max_num_seqs (8192) exceeds available Mamba cache blocks (1450). Each decode sequence ...",
+        ]
+    )
+    figures = compare(engine_memory(qwen(), H200), log)
+    assert set(figures) == {"weights", "cuda_graphs", "available_kv", "kv_tokens", "requests", "blocks"}
+    assert figures["kv_tokens"][1] == 464_000 and figures["blocks"][1] == 1450
+    for name, (planned, logged) in figures.items():
+        assert planned == pytest.approx(logged, rel=0.10), name
+
+
+def test_an_embedding_model_runs_no_sampler() -> None:
+    embedder = catalogued("Qwen/Qwen3-Embedding-8B")
+    assert embedder is not None and embedder.task == "embed"
+    budget = engine_memory(embedder, replace(H200, max_num_seqs=8192))
+    assert budget.sampler_peak == 0
+    assert engine_memory(embedder, replace(H200, max_num_seqs=256)).available_kv == budget.available_kv

@@ -95,8 +95,8 @@ def test_the_latest_release_refuses_the_mamba_cache_mode_it_dropped() -> None:
 def test_the_latest_release_gets_no_mamba_cache_mode_flag_it_ignores() -> None:
     # 0.33.0 parses --mamba-cache-mode but ignores it: mamba caching follows prefix caching.
     assert "--mamba-cache-mode" in facts(LATEST).deprecated_flags
-    old = engine_args(engine_profile(settings().serving), "m", "m")
-    new = engine_args(engine_profile(settings(serving={"image": LATEST_IMAGE}).serving), "m", "m")
+    old = engine_args(engine_profile(settings().serving, 256), "m", "m")
+    new = engine_args(engine_profile(settings(serving={"image": LATEST_IMAGE}).serving, 256), "m", "m")
     assert "--mamba-cache-mode=align" in old and not any(arg.startswith("--mamba-cache-mode") for arg in new)
 
 

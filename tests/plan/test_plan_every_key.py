@@ -197,7 +197,9 @@ def test_the_engine_profile_carries_every_serving_key(full: StackPlan) -> None:
 def test_the_engine_profile_defaults_are_the_reference_flags() -> None:
     profile = plan({"project": PROJECT}).replicas.profile
     assert profile.enable_prefix_caching is True and profile.enable_chunked_prefill is True
-    assert (profile.max_num_seqs, profile.kv_cache_dtype, profile.attention_backend) == (8192, "fp8_e4m3", "FLASHINFER")
+    assert (profile.kv_cache_dtype, profile.attention_backend) == ("fp8_e4m3", "FLASHINFER")
+    # Not the reference's 8192: the memory plan's count, which starts on a current vLLM (docs/memory.md).
+    assert profile.max_num_seqs == StackSettings.model_validate({"project": PROJECT}).max_num_seqs < 8192
 
 
 def test_the_mamba_cache_mode_is_sent_only_to_a_release_that_acts_on_it() -> None:

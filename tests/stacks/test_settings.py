@@ -151,7 +151,7 @@ def test_defaults_reproduce_the_reference_deployment() -> None:
     assert settings.cluster.release_channel == "rapid"
     assert settings.routing == "clusterip"
     assert settings.serving.image == "vllm/vllm-openai:v0.18.1"
-    assert (settings.serving.max_model_len, settings.serving.gpu_memory_utilization, settings.serving.max_num_seqs) == (2560, 0.92, 8192)
+    assert (settings.serving.max_model_len, settings.serving.gpu_memory_utilization, settings.serving.max_num_seqs) == (2560, 0.92, None)
     assert (settings.workload.input_tokens, settings.workload.output_tokens, settings.workload.range_ratio) == (1024, 512, 0.5)
 
 
