@@ -164,6 +164,12 @@ def text(result: Mapping[str, Any]) -> str:
         for engine, memory in (start.get("memory") or {}).items():
             printed = ", ".join(f"{term} {value:,.2f}" for term, value in memory.items() if value is not None)
             lines.append(f"    memory of {engine or 'the engine'}: {printed}")
+        plan = start.get("memory_plan") or {}
+        if plan.get("none"):
+            lines.append(f"    memory: {plan['none']}")
+        elif plan:
+            held = [check for check in start.get("memory_checks") or [] if check["ok"]]
+            lines.append(f"    memory plan: {len(held)} of {len(start.get('memory_checks') or [])} printed terms within 10%")
         jit = (start.get("scan") or {}).get("markers", {}).get("kernel JIT at inference") or []
         if jit:
             lines.append(f"    kernels compiled at inference: {len(jit)} ({', '.join(jit[:6])}{', ...' if len(jit) > 6 else ''})")

@@ -1191,7 +1191,8 @@ def test_a_full_size_run_builds_the_real_config_loads_dummy_weights_and_holds_ea
     # dev's flags on one H200 (MTP, 8192 sequences): the plan of the command line run here, the GPU's memory probed.
     assert record["memory_plan"]["kv_tokens"] == pytest.approx(185_949, rel=0.10)
     assert {c["term"]: c["ok"] for c in record["memory_checks"]} == {"weights_gib": True, "kv_cache_gib": True, "kv_tokens": True}
-    assert "memory of EngineCore_DP0 pid=8: weights_gib 28.99" in report.text({"starts": [record]})
+    shown = report.text({"starts": [record]})
+    assert "memory of EngineCore_DP0 pid=8: weights_gib 28.99" in shown and "memory plan: 3 of 3 printed terms within 10%" in shown
     # The defaults leave the sequences and batch to vLLM: no plan, said so.
     bare = replace(preflight.run, flags=("--port=8000", "--load-format=dummy"))
     (tmp_path / "up").unlink()
@@ -1201,3 +1202,4 @@ def test_a_full_size_run_builds_the_real_config_loads_dummy_weights_and_holds_ea
         "--max-num-batched-tokens to vLLM's choice on the GPU"
     }
     assert "memory_checks" not in defaults
+    assert "    memory: not held to a plan: the command line leaves" in report.text({"starts": [defaults]})
