@@ -42,7 +42,8 @@ MEMORY_LINES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 CONCURRENCY_LENGTH = re.compile(r"Maximum concurrency for (?P<v>[\d,]+) tokens per request")
 # The start of CUDA graph capture, after the kernel warm-up (Triton, DeepGEMM, FlashInfer's autotune).
-CAPTURE_START = re.compile(r"Torch profiler disabled for CUDA graph capture|Capturing CUDA graphs \(")
+# Its progress bar's lines are no step: their stamp, where they have one, is the bar's end.
+CAPTURE_START = re.compile(r"Torch profiler disabled for CUDA graph capture")
 COMPILED = re.compile(r"torch\.compile took (?P<s>[\d.]+) s in total")
 # A warm-up's progress bar (tqdm) as it ends: "DeepGemm(fp8_gemm_nt) warmup (W=...): 100%|...| 1234/1234".
 WARMUP_BAR = re.compile(
@@ -292,6 +293,10 @@ def start_phases(lines: Iterable[str]) -> StartPhases:
         figures[figure] = figures.get(figure, 0.0) + seconds
 
     for line in lines:
+        # A bar's updates end in carriage returns: the preflight writes each as a line of its own, with no stamp.
+        for bar in WARMUP_BAR.finditer(line):
+            totals = bars.setdefault(_process(line), {})
+            totals[bar["desc"].strip()] = max(totals.get(bar["desc"].strip(), 0), int(bar["total"]))
         time = line_time(line)
         if time is None:
             continue
@@ -305,9 +310,6 @@ def start_phases(lines: Iterable[str]) -> StartPhases:
             add(line, "profiling run", float(match["seconds"]))
         elif match := GRAPHS_CAPTURED.search(line):
             add(line, "CUDA graph capture", float(match["seconds"]))
-        for bar in WARMUP_BAR.finditer(line):
-            totals = bars.setdefault(_process(line), {})
-            totals[bar["desc"].strip()] = max(totals.get(bar["desc"].strip(), 0), int(bar["total"]))
     result = StartPhases()
     if start is None:
         return result

@@ -137,6 +137,18 @@ def test_a_full_size_start_by_phase_ends_each_step_at_the_last_engines_line() ->
     assert phases.as_dict()["readySeconds"] == 770.0
 
 
+def test_warm_up_bars_are_counted_on_the_unstamped_lines_a_carriage_return_leaves() -> None:
+    # As the preflight's log holds a bar: its first update stamped, the next ones each a line of their own.
+    lines = [
+        "2026-11-28T10:00:00.000000Z [preflight] start",
+        "2026-11-28T10:07:02.000000Z (EngineCore pid=7) DeepGemm(fp8_gemm_nt) warmup (W=torch.Size([7168, 5120])) [relaxed]: 0%| | 0/1400",
+        "DeepGemm(fp8_gemm_nt) warmup (W=torch.Size([7168, 5120])) [relaxed]:  50%|#  | 700/1400 [01:00<01:00]",
+        "DeepGemm(fp8_gemm_nt) warmup (W=torch.Size([7168, 5120])) [relaxed]: 100%|## | 1400/1400 [02:00<00:00]",
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|## | 51/51 [00:01<00:00]",
+    ]
+    assert start_phases(lines).warmup_shapes == 1400
+
+
 def test_the_mamba_blocks_are_read_where_the_engine_prints_them() -> None:
     line = (
         "2026-11-28T10:07:09.000000Z (EngineCore pid=7) ERROR 11-28 10:07:09 [core.py:1100] ValueError: max_num_seqs (8192) "
