@@ -19,7 +19,7 @@ from facts.engine_memory import GIB, Engine, MemoryBudget, counts_cuda_graphs, e
 from facts.models import model_facts
 from facts.vllm import FullSizeStart
 from preflight.adapt import ParallelShape, parallel_shape
-from preflight.logscan import line_time
+from preflight.logscan import STAMP, line_time
 from preflight.rendered import flag_value
 from workloads.cold_start.phases import GRAPHS_CAPTURED, KV_CACHE, LOADING, PROCESS, PROFILED, SERVING, WEIGHTS_LOADED
 
@@ -40,6 +40,8 @@ MEMORY_LINES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     # Printed only when the check fails: "max_num_seqs (8192) exceeds available Mamba cache blocks (1450)".
     ("mamba_blocks", re.compile(rf"exceeds available Mamba cache blocks \({NUMBER}\)"), "config/compilation.py"),
 )
+# A line's own process name, as vLLM prefixes it (the bar's description follows it).
+PROCESS_PREFIX = re.compile(r"^\([\w-]+ pid=\d+\) ")
 CONCURRENCY_LENGTH = re.compile(r"Maximum concurrency for (?P<v>[\d,]+) tokens per request")
 # The start of CUDA graph capture, after the kernel warm-up (Triton, DeepGEMM, FlashInfer's autotune).
 # Its progress bar's lines are no step: their stamp, where they have one, is the bar's end.
@@ -169,8 +171,9 @@ def against_plan(measured: Mapping[str, EngineMemory], planned: Mapping[str, flo
 # vLLM chooses these by the GPU and the usage context when the command line leaves them out
 # (vllm/engine/arg_utils.py, EngineArgs._set_default_max_num_seqs_and_batched_tokens_args): the plan needs them given.
 PLAN_FLAGS = ("--max-model-len", "--max-num-seqs", "--max-num-batched-tokens")
-# vLLM's defaults where a flag is absent (vllm/config/cache.py, CacheConfig; vllm/config/compilation.py, -O2).
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+# vLLM's defaults where a flag is absent (vllm/config/cache.py, CacheConfig.gpu_memory_utilization: 0.92 in 0.26.0;
+# vllm/config/compilation.py, -O2).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 DEFAULT_OPTIMIZATION_LEVEL = 2
 OPTIMIZATION = re.compile(r"^-O(?P<v>\d)$|^--optimization-level=(?P<long>\d)$")
 
@@ -293,8 +296,9 @@ def start_phases(lines: Iterable[str]) -> StartPhases:
         figures[figure] = figures.get(figure, 0.0) + seconds
 
     for line in lines:
-        # A bar's updates end in carriage returns: the preflight writes each as a line of its own, with no stamp.
-        for bar in WARMUP_BAR.finditer(line):
+        # A bar's updates end in carriage returns: the preflight writes each as a line of its own, with no stamp;
+        # a reader that stamps every piece it splits off leaves the bar right after its stamp.
+        for bar in WARMUP_BAR.finditer(PROCESS_PREFIX.sub("", STAMP.sub("", line, count=1), count=1)):
             totals = bars.setdefault(_process(line), {})
             totals[bar["desc"].strip()] = max(totals.get(bar["desc"].strip(), 0), int(bar["total"]))
         time = line_time(line)
