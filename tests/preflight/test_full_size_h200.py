@@ -119,3 +119,38 @@ def test_the_fixture_keeps_no_path_of_the_developers_machine() -> None:
     for path in Path(RUN).rglob("*"):
         if path.is_file():
             assert "/work/" not in path.read_text(encoding="utf-8"), path
+
+
+# Tensor parallel 2 of the catalogued dense 70B (FP8 per channel) across the same host's two H200s: the start
+# printed its memory lines, then a worker hit an illegal memory access in the kernel warm-up (README there).
+TP2 = REAL_RUNS / "2026-11-28-h200-tp2-70b"
+LLAMA = "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
+
+
+def tp2_plan() -> dict[str, float]:
+    (engine,) = json.loads((TP2 / "engines.json").read_text(encoding="utf-8"))["engines"]
+    config = json.loads((catalogue_folder(LLAMA) / "config.json").read_text(encoding="utf-8"))
+    return plan_for(config, LLAMA, tuple(engine["argv"][2:]), engine["env"], hbm_bytes=H200_BYTES, release="0.26.0", capability=(9, 0))
+
+
+def test_each_tensor_parallel_worker_prints_its_share_and_the_engine_its_tokens() -> None:
+    found = read_memory(log_lines(TP2, "engine.log"))
+    workers = {name.split()[0]: memory for name, memory in found.items()}
+    assert workers["Worker_TP0"].weights_gib == workers["Worker_TP1"].weights_gib == 33.91
+    assert workers["Worker_TP0"].kv_cache_gib == 91.76
+    assert (workers["EngineCore"].kv_tokens, workers["EngineCore"].max_concurrency) == (1_202_640, 469.78)
+
+
+def test_the_plan_holds_the_tensor_parallel_start_within_tolerance() -> None:
+    checks = against_plan(read_memory(log_lines(TP2, "engine.log")), tp2_plan())
+    assert {c.term for c in checks} == {"weights_gib", "kv_cache_gib", "kv_tokens", "max_concurrency"}
+    assert all(c.ok for c in checks), [c.text() for c in checks if not c.ok]
+
+
+def test_the_tensor_parallel_start_by_phase_up_to_where_it_stopped() -> None:
+    phases = start_phases(log_lines(TP2, "engine.log"))
+    # Its V2 model runner announces the load in its own words; the first worker's line starts the step.
+    assert phases.steps["loading"] == pytest.approx(90.17, abs=1e-2)
+    assert phases.phases()["weights loaded"] == pytest.approx(4.463, abs=1e-3)
+    assert phases.vllm_seconds == {"torch.compile": 94.23, "profiling run": 5.49}
+    assert phases.ready_s is None and phases.phases()["kernel warm-up"] is None
