@@ -28,12 +28,13 @@ from facts.naming import (
     stack_labels,
 )
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
-from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
+from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour
 from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
 from stacks.drain import DrainSettings
 from stacks.model import ModelSettings
+from stacks.section import days_between
 from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
 from stacks.workload import WorkloadSettings
@@ -658,6 +659,42 @@ def unmeasured_reason(settings: StackSettings) -> str | None:
     return None
 
 
+def commitment(settings: StackSettings) -> Commitment | None:
+    """The reservation the replicas may run on, billed whether or not they do; None when no capacity step is one,
+    or when a fallback names one of unstated size (nothing to assume its size from)."""
+    capacity = settings.capacity
+    reservation = capacity.reservation
+    if reservation is None or "reservation" not in capacity.steps:
+        return None
+    price = price_per_node_hour(capacity.price_per_node_hour, "reservation")
+    assert price is not None, "the reservation has a list price"
+    first = capacity.steps[0] == "reservation"
+    created = reservation.create
+    if created is not None:
+        return Commitment(
+            reservation=reservation.name,
+            nodes=created.nodes,
+            price_per_node_hour=price,
+            source="created calendar-mode reservation (capacity.reservation.create): billed from startTime to endTime, "
+            "and once submitted it cannot be cancelled",
+            first=first,
+            start_time=created.start_time,
+            end_time=created.end_time,
+            hours=days_between(created.start_time, created.end_time) * 24,
+        )
+    if reservation.nodes is not None:
+        return Commitment(reservation.name, reservation.nodes, price, "capacity.reservation.nodes, as the stack states it", first)
+    if capacity.mode != "reservation":
+        return None
+    assumed = settings.max_replicas or None
+    source = (
+        f"assumed to hold the stack's {assumed} replicas: the render cannot see the reservation's size; set capacity.reservation.nodes"
+        if assumed
+        else "unknown: the render cannot see the reservation's size and the stack runs no replica; set capacity.reservation.nodes"
+    )
+    return Commitment(reservation.name, assumed, price, source)
+
+
 def costing(settings: StackSettings) -> Costing:
     """What the estimates read of the stack: its replica counts, prices and whether the reference applies."""
     cache, gateway, scaling = settings.cache, settings.gateway, settings.autoscaling
@@ -687,6 +724,7 @@ def costing(settings: StackSettings) -> Costing:
         if settings.routing == "gateway"
         else None,
         unmeasured=unmeasured_reason(settings),
+        commitment=commitment(settings),
     )
 
 
@@ -706,6 +744,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         cache=costs.cache,
         compile_cache=compile_cache_enabled(settings.serving.env),
         price_per_node_hour=costs.price_per_node_hour,
+        committed_replicas=min(settings.max_replicas, costs.committed_nodes),
     )
     figures = estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=expected(wake))
     serving_nodes = settings.nodes or settings.max_replicas
