@@ -11,14 +11,16 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from facts.kubernetes import quantity
+from plan.batch_plan import BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
 # Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
 MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
-# The load the measurements were taken at: ~2,000 concurrent requests per node.
+# The load the measurements were taken at: ~2,000 concurrent requests per node, of 1,024 input and 512 output tokens.
 MEASURED_CONCURRENCY_PER_NODE = 2000
+MEASURED_TOKENS_PER_REQUEST = 1024 + 512
 CLUSTER_FEE_PER_HOUR = 0.10
 # List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
 # set capacity.pricePerNodeHour to estimate it.
@@ -97,6 +99,8 @@ class Costing:
     gateway: GatewayPods | None
     # Why no reference figure applies to the stack, or None when one does.
     unmeasured: str | None
+    # Input + output tokens of one request of the stack's workload.
+    tokens_per_request: int = MEASURED_TOKENS_PER_REQUEST
     # Reserved nodes the stack's replicas run on: billed whether or not they do. None off reservations.
     commitment: Commitment | None = None
 
@@ -121,6 +125,8 @@ class Estimate:
     cold_start: ColdStart | None = None
     # Reserved capacity, billed whether or not replicas run; part of every cost above.
     committed: Commitment | None = None
+    # A batch sent to the stack at zero replicas, from the wake to zero (autoscaled stacks).
+    batch: BatchPlan | None = None
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -141,6 +147,8 @@ class Estimate:
             }
         if self.cold_start is not None:
             figures["coldStart"] = self.cold_start.as_output()
+        if self.batch is not None:
+            figures["batchPlan"] = self.batch.as_output()
         return figures
 
 
@@ -241,8 +249,18 @@ def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
     if scaled_to_zero:
         kept = "reservation, cluster and cache" if costing.commitment is not None else "cluster and cache"
         return Estimate(0, cost, None, f"scaled to zero: idle cost of {kept}" + price_note)
-    if costing.unmeasured is not None:
-        return Estimate(None, cost, None, f"no reference figure: {costing.unmeasured}" + price_note)
+    tokens, basis = throughput(costing, nodes)
+    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
+    return Estimate(round(tokens), cost, per_million, basis + price_note)
+
+
+def throughput(costing: Costing, nodes: int) -> tuple[float, str]:
+    """Input + output tokens/s of ``nodes`` replicas, and what the figure rests on.
+
+    Measured for the reference; elsewhere an estimate from a stated model: the reference's tokens/s held
+    for the stack, whatever its tokens per request. Prompt tokens cost an engine less than generated
+    ones, so a prompt-heavy workload likely runs faster than this, a larger model slower.
+    """
     efficiency, extrapolated = scaling_efficiency(nodes)
     tokens = MEASURED_TOKENS_PER_SECOND[1] * nodes * efficiency
     plural = "s" if nodes > 1 else ""
@@ -254,5 +272,11 @@ def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
         basis += f", minus {overhead:.0%} Inference Gateway overhead"
     if extrapolated:
         basis += " (extrapolated beyond the measured node counts)"
-    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
-    return Estimate(round(tokens), cost, per_million, basis + price_note)
+    if costing.unmeasured is not None:
+        basis = (
+            f"estimate, no reference figure: {costing.unmeasured}; the reference's tokens/s (input + output) is held for this "
+            f"stack at {costing.tokens_per_request:,} tokens per request (reference: {MEASURED_TOKENS_PER_REQUEST:,}); prompt "
+            "tokens cost less than generated ones, so a prompt-heavy workload likely runs faster and a larger model slower: "
+            f"measure it (benchmark.enabled). {basis}"
+        )
+    return tokens, basis

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from facts import gke, images
@@ -27,8 +27,9 @@ from facts.naming import (
     selector_labels,
     stack_labels,
 )
+from plan.batch_plan import RENDERED_LINES, BatchPace, BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
-from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour
+from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour, throughput
 from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
@@ -724,7 +725,37 @@ def costing(settings: StackSettings) -> Costing:
         if settings.routing == "gateway"
         else None,
         unmeasured=unmeasured_reason(settings),
+        tokens_per_request=settings.workload.input_tokens + settings.workload.output_tokens,
         commitment=commitment(settings),
+    )
+
+
+def idle_tail_seconds(settings: StackSettings) -> int:
+    """KEDA's cooldown plus a poll: how long the replicas stay up after the last request of a batch."""
+    return settings.autoscaling.idle_minutes * 60 + settings.autoscaling.poll_seconds
+
+
+def batch_pace(settings: StackSettings, costs: Costing, cold_start: ColdStart | None) -> BatchPace | None:
+    """What a batch plan reads: every replica the stack may run, at the stack's own estimate; None unless it autoscales."""
+    replicas = settings.max_replicas
+    if not settings.autoscaling.enabled or replicas == 0:
+        return None
+    tokens, basis = throughput(costs, replicas)
+    wake = cold_start.seconds(warm=False) if cold_start is not None else None
+    commitment = costs.commitment
+    return BatchPace(
+        replicas=replicas,
+        tokens_per_second=tokens / replicas,
+        tokens_per_request=costs.tokens_per_request,
+        basis=basis,
+        wake_seconds=wake,
+        wake_basis="estimates.coldStart to every replica Ready, compile cache cold (once the bucket holds it: minutes.warmCompileCache)"
+        if wake is not None
+        else "no figure: a phase of estimates.coldStart has none",
+        idle_tail_seconds=idle_tail_seconds(settings),
+        price_per_node_hour=costs.price_per_node_hour,
+        committed_replicas=min(replicas, costs.committed_nodes),
+        committed_per_hour=commitment.cost_per_hour if commitment is not None else None,
     )
 
 
@@ -746,7 +777,12 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         price_per_node_hour=costs.price_per_node_hour,
         committed_replicas=min(settings.max_replicas, costs.committed_nodes),
     )
-    figures = estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=expected(wake))
+    cold_start = expected(wake)
+    pace = batch_pace(settings, costs, cold_start)
+    figures = replace(
+        estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=cold_start),
+        batch=BatchPlan(RENDERED_LINES, pace) if pace is not None else None,
+    )
     serving_nodes = settings.nodes or settings.max_replicas
     placement = scheduling(settings)
     bucket = batch_bucket_name(settings.project, labels["stack"]) if settings.batch.enabled else None
@@ -869,7 +905,7 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             max_replicas=settings.max_replicas,
             workers=runner_workers(settings.max_replicas),
             poll_seconds=settings.autoscaling.poll_seconds,
-            idle_tail_seconds=settings.autoscaling.idle_minutes * 60 + settings.autoscaling.poll_seconds,
+            idle_tail_seconds=idle_tail_seconds(settings),
             price_per_replica_hour=costs.price_per_node_hour,
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
             expected_cold_start=figures.cold_start,
@@ -955,7 +991,10 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             ttft_p99_seconds=settings.observability.ttft_p99_seconds,
             throughput_fraction=settings.observability.throughput_fraction,
             gateway=gateway is not None,
-            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
+            # Measured figures only: an estimate outside the reference is too rough to alert on.
+            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes)
+            if figures.tokens_per_second and costs.unmeasured is None
+            else None,
             cold_start_minutes=settings.serving.cold_start_minutes,
             alerting=not scaled_to_zero,
             batch=batch is not None,
