@@ -567,6 +567,10 @@ class BatchSpec:
     # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
     price_per_replica_hour: float | None
     estimated_usd_per_million_tokens: float | None
+    # The reservation under the replicas: its bill per hour (None off one, or of unknown size) and whether it holds every
+    # replica (mode reservation), so that their hours add nothing to a batch's cost.
+    committed_usd_per_hour: float | None
+    reservation_holds_every_replica: bool
     # The stack's expected cold start, phase by phase: a batch that wakes the stack reports against it.
     expected_cold_start: ColdStart | None
     # A production stack protects the bucket: a destroy stops at it.
@@ -908,6 +912,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
             idle_tail_seconds=idle_tail_seconds(settings),
             price_per_replica_hour=costs.price_per_node_hour,
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
+            committed_usd_per_hour=costs.commitment.cost_per_hour if costs.commitment is not None else None,
+            reservation_holds_every_replica=settings.capacity.mode == "reservation",
             expected_cold_start=figures.cold_start,
             protect=settings.production,
         )

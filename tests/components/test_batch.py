@@ -209,6 +209,15 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert layout.ENV_API_KEY not in env
 
 
+def test_the_runner_reports_prods_reservation_apart_from_what_a_batch_adds() -> None:
+    values = values_of(runner_container(with_batch()))
+    # Prod's 12 reserved nodes at $88.93 hold every replica: a batch's replica-hours add nothing to the bill.
+    assert float(values[layout.ENV_COMMITTED_USD_PER_HOUR]) == pytest.approx(12 * 88.93)
+    assert values[layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA] == "true"
+    spot = {e["name"] for e in runner_container(batch_render("dev"))["env"]}
+    assert layout.ENV_COMMITTED_USD_PER_HOUR not in spot and layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA not in spot
+
+
 def test_the_runner_is_given_the_stacks_expected_cold_start_to_report_a_wake_against() -> None:
     render = with_batch()
     values = {e["name"]: e.get("value") for e in runner_container(render)["env"]}
