@@ -185,6 +185,8 @@ class ColdStart:
     price_per_node_hour: float | None
     # Set when the cache's throughput is below what gives each node of this wake the reference's rate.
     sizing: Sizing | None = None
+    # Replicas of the wake on reserved nodes: their node time is billed by the reservation whether or not they wake.
+    committed_replicas: int = 0
 
     def seconds(self, *, warm: bool) -> float | None:
         """The whole wake, to the last replica Ready (its first answer); None when a phase has no figure."""
@@ -195,11 +197,18 @@ class ColdStart:
         return sum(p.seconds or 0.0 for p in phases)
 
     def cost(self, *, warm: bool) -> float | None:
-        """Dollars of A4 node time a wake spends before the first token: replicas x price x duration."""
+        """Dollars a wake adds to the bill before the first token: replicas beyond the reserved ones x price x duration."""
+        return self._node_time(self.replicas - self.committed_replicas, warm)
+
+    def committed_cost(self, *, warm: bool) -> float | None:
+        """The reserved replicas' node time over the wake: billed by the reservation whether or not they wake."""
+        return self._node_time(self.committed_replicas, warm)
+
+    def _node_time(self, replicas: int, warm: bool) -> float | None:
         seconds = self.seconds(warm=warm)
         if seconds is None or self.price_per_node_hour is None:
             return None
-        return round(self.replicas * self.price_per_node_hour * seconds / 3600, 2)
+        return round(replicas * self.price_per_node_hour * seconds / 3600, 2)
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -219,6 +228,14 @@ class ColdStart:
             },
             "wakeCost": {"coldCompileCache": self.cost(warm=False), "warmCompileCache": self.cost(warm=True)},
         }
+        if self.committed_replicas:
+            figures["wakeCostOnReservation"] = {
+                "replicas": self.committed_replicas,
+                "coldCompileCache": self.committed_cost(warm=False),
+                "warmCompileCache": self.committed_cost(warm=True),
+                "basis": "node time of the replicas on reserved nodes: billed by the reservation whether or not they wake, "
+                "so not part of wakeCost",
+            }
         if self.sizing is not None:
             figures["cacheSizedForWake"] = self.sizing.as_output()
         return figures
@@ -228,8 +245,10 @@ def _minutes(seconds: float | None) -> float | None:
     return None if seconds is None else math.ceil(seconds / 6) / 10
 
 
-def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | None) -> Sizing | None:
-    """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it."""
+def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | None, committed_replicas: int = 0) -> Sizing | None:
+    """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it.
+
+    A faster wake saves money only on the replicas beyond the reserved ones: those are billed anyway."""
     needed = throughput_for(replicas)
     if cache is None or needed <= cache.throughput_mibps:
         return None
@@ -239,7 +258,9 @@ def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | 
         throughput_mibps=needed,
         weights=sized,
         extra_per_month=(needed - cache.throughput_mibps) * cache.price_per_mibps_month,
-        saves_per_wake=None if price_per_node_hour is None else round(replicas * price_per_node_hour * saved / 3600, 2),
+        saves_per_wake=None
+        if price_per_node_hour is None
+        else round((replicas - committed_replicas) * price_per_node_hour * saved / 3600, 2),
     )
 
 
@@ -255,6 +276,8 @@ class Wake:
     cache: CacheDisk | None
     compile_cache: bool
     price_per_node_hour: float | None
+    # Replicas of the wake that land on reserved nodes (billed anyway).
+    committed_replicas: int = 0
 
 
 def expected(wake: Wake) -> ColdStart | None:
@@ -276,5 +299,6 @@ def expected(wake: Wake) -> ColdStart | None:
         first_answer_cold=Figure(FIRST_ANSWER_COLD_SECONDS, FIRST_ANSWER_SOURCE),
         compile_cache_only=Figure(COMPILE_CACHE_ONLY_SECONDS, COMPILE_CACHE_ONLY_SOURCE),
         price_per_node_hour=wake.price_per_node_hour,
-        sizing=sizing(wake.cache, wake.replicas, wake.price_per_node_hour),
+        sizing=sizing(wake.cache, wake.replicas, wake.price_per_node_hour, wake.committed_replicas),
+        committed_replicas=wake.committed_replicas,
     )
