@@ -213,7 +213,7 @@ def engine_of(flags: tuple[str, ...], env: Mapping[str, str], *, hbm_bytes: int,
         kv_cache_dtype=flag_value(flags, "--kv-cache-dtype") or "auto",
         mtp_tokens=_mtp_tokens(flags),
         tensor_parallel=shape.tensor,
-        expert_ranks=shape.tensor * shape.data if shape.expert else shape.tensor,
+        data_parallel=shape.data,
         cuda_graphs=counts_cuda_graphs(release, dict(env), _optimization_level(flags)),
         # FlashInfer keeps full decode graphs with draft tokens on Blackwell only (facts/engine_memory.py, Engine).
         full_graphs_with_drafts=capability[0] >= 10,
