@@ -147,6 +147,9 @@ def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[
         layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS: (
             None if spec.estimated_usd_per_million_tokens is None else str(spec.estimated_usd_per_million_tokens)
         ),
+        # The reservation's bill, reported apart from what a batch adds (estimates.committed).
+        layout.ENV_COMMITTED_USD_PER_HOUR: None if spec.committed_usd_per_hour is None else str(round(spec.committed_usd_per_hour, 2)),
+        layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA: "true" if spec.reservation_holds_every_replica else None,
         layout.ENV_EXPECTED_COLD_START: (
             None
             if spec.expected_cold_start is None

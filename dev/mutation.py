@@ -123,7 +123,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preflight/logscan.py": ("tests/preflight/test_logscan.py", "tests/preflight/test_logscan_rules.py"),
     "preflight/probes.py": ("tests/preflight/test_probes.py", "tests/preflight/test_probes_rules.py"),
     "preflight/caches.py": ("tests/preflight/test_caches.py", "tests/preflight/test_caches_rules.py"),
-    "preflight/miniature.py": ("tests/preflight/test_miniature.py", "tests/preflight/test_miniature_rules.py"),
+    "preflight/miniature.py": (
+        "tests/preflight/test_miniature.py",
+        "tests/preflight/test_miniature_rules.py",
+        "tests/preflight/test_miniature_kinds.py",
+    ),
+    "preflight/full_size.py": ("tests/preflight/test_full_size.py",),
     "preflight/rendered.py": ("tests/preflight/test_rendered.py", "tests/preflight/test_rendered_rules.py"),
     "preflight/cli.py": ("tests/preflight/test_cli_rules.py",),
     "preflight/prepare.py": ("tests/preflight/test_prepare_rules.py",),

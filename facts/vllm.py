@@ -57,6 +57,45 @@ START_COMPILE_CACHE_ONLY_SECONDS = 247
 START_ALL_CACHES_SECONDS = 64
 FIRST_ANSWER_SECONDS = 122
 FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS = 103
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullSizeStart:
+    """A cold start of the served model at its real size, phase by phase, on one GPU kind (seconds; the slowest engine's)."""
+
+    gpu: str
+    run: str
+    # vLLM's "Model loading took ... and N seconds": dummy weights, so the weights' read is not in it.
+    weights_load: float
+    torch_compile: float
+    first_profiling: float
+    # Triton's and DeepGEMM's kernel warm-up before CUDA graph capture, and the shapes it ran.
+    kernel_warmup: float
+    warmup_shapes: str
+    graph_capture: float
+    # The process's start to the API server's start.
+    ready: float
+
+    @property
+    def besides_weights(self) -> float:
+        """Ready less the weights' load: vLLM's start as the cold-start estimate counts it (the weights are a phase of their own)."""
+        return self.ready - self.weights_load
+
+
+# Qwen 3.5 27B at full size (its published config and FP8 quantization_config, --load-format=dummy), vLLM 0.26.0,
+# four engines starting at once on four H200s of one host (nvidia-h200-x4), 2026-11-28, vLLM's defaults: each
+# figure the upper end of what the four engines printed (a wake waits for its slowest engine). B200 has no run yet.
+FULL_SIZE_COLD_START = FullSizeStart(
+    gpu="H200",
+    run="Qwen 3.5 27B FP8 at full size with dummy weights, vLLM 0.26.0, four engines starting at once on nvidia-h200-x4 (2026-11-28)",
+    weights_load=12,
+    torch_compile=100,
+    first_profiling=130,
+    kernel_warmup=205,
+    warmup_shapes="1,500-2,200",
+    graph_capture=138,
+    ready=830,
+)
 # From SIGTERM with nothing in flight to the process's exit, vLLM 0.26.0 took 4-7 s to tear down (its engine
 # manager and background resources; the real runs under tests/real_runs/, one H100, 2026-11-26): the grace must leave this after the drain.
 SHUTDOWN_TEARDOWN_SECONDS = 7

@@ -1,4 +1,8 @@
-"""``python -m ops.batch_submit FILE --bucket B``: upload an OpenAI Batch API file to a stack's batch bucket."""
+"""``python -m ops.batch_submit FILE --bucket B``: upload an OpenAI Batch API file to a stack's batch bucket.
+
+``python -m ops.batch_submit --plan FILE [--stack S]``: what sending it would take and cost, from the stack's
+own estimates; nothing is uploaded and no credentials are needed.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,16 @@ import sys
 from pathlib import Path
 
 import google.cloud.storage as storage
+import yaml
 from google.api_core.exceptions import PreconditionFailed
+from pydantic import ValidationError
 
+from plan.batch_plan import BatchPlan
+from plan.stack import plan_stack
+from render.engine import stack_config
+from stacks.loading import SECRET_KEYS
+from stacks.problems import describe
+from stacks.settings import StackSettings, known_keys
 from workloads.batch import layout
 
 # Upload in 16 MiB pieces: a resumable upload, so the file is never read into memory whole.
@@ -24,7 +36,53 @@ def submit(file: Path, bucket: str, name: str | None, client: storage.Client | N
     return object_name
 
 
+def stack_settings(stack: str) -> StackSettings:
+    """The settings of ``Pulumi.<stack>.yaml`` as the program reads them, offline: no Pulumi CLI, no cloud."""
+    project, config = stack_config(stack)
+    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
+    try:
+        return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
+    except ValidationError as error:
+        raise SystemExit("\n".join(describe(error, project, known_keys()))) from None
+
+
+def count_lines(file: Path) -> int:
+    """The requests in a batch file: its lines that are not blank, read a line at a time."""
+    with file.open("rb") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
+def batch_plan(file: Path, stack: str) -> str:
+    """The plan of ``file``'s lines on ``stack``, at the stack's workload and estimates, as the text the command prints."""
+    settings = stack_settings(stack)
+    rendered = plan_stack(settings, stack).estimate.batch
+    if rendered is None:
+        raise SystemExit(f"stack {stack}: llm:autoscaling.enabled is not true, so no batch wakes it from zero and there is no batch plan")
+    lines = count_lines(file)
+    workload = settings.workload
+    header = (
+        f"batch plan: {lines:,} lines of {file.name} on stack {stack}, as its workload (llm:workload: {workload.input_tokens:,} "
+        f"input and {workload.output_tokens:,} output tokens a line), from the wake to zero; nothing was uploaded\n"
+    )
+    return header + yaml.safe_dump(BatchPlan(lines, rendered.pace).as_output(), sort_keys=False, width=1000)
+
+
+def plan_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m ops.batch_submit --plan", description="What a batch file would take and cost on the stack; uploads nothing."
+    )
+    parser.add_argument("--plan", type=Path, required=True, metavar="FILE", help="the batch file (OpenAI Batch API JSON lines)")
+    parser.add_argument("--stack", default="batch", help="the stack that would run it: Pulumi.<stack>.yaml (default: batch)")
+    args = parser.parse_args(argv)
+    if not args.plan.is_file():
+        raise SystemExit(f"--plan {args.plan}: no such file")
+    print(batch_plan(args.plan, args.stack), end="")
+
+
 def main(argv: list[str]) -> None:
+    if "--plan" in argv:
+        plan_main(argv)
+        return
     parser = argparse.ArgumentParser(
         prog="python -m ops.batch_submit", description="Upload an OpenAI Batch API file to the stack's bucket."
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from facts.vllm import (
     FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS,
     FIRST_ANSWER_SECONDS,
+    FULL_SIZE_COLD_START,
     START_ALL_CACHES_SECONDS,
     START_COLD_SECONDS,
     START_COMPILE_CACHE_ONLY_SECONDS,
@@ -34,27 +35,33 @@ IMAGE_SOURCE = "ai-on-gke startup-latency guide: a 5.4 GB image, creation to ser
 MIB = 2**20
 # The reference ran its cache at 2,400 MiB/s; a wake reads the same bytes on every node at once.
 THROUGHPUT_PER_NODE_MIBPS = 2400
-# Reference: model load and CUDA graph compile took about 10 min (its own weight load included,
-# so with the weights counted above this is an upper bound).
-COMPILE_COLD_SECONDS = 10 * 60
-COMPILE_COLD_SOURCE = "reference: model load and CUDA graph compile ~10 min"
-# The real preflight of dev (facts/vllm.py) as ratios of its cold start to /health, carried to the reference's cold figure.
-RUN = "preflight of dev on one H100 (vLLM 0.26.0, 2026-11-26, tests/real_runs/2026-11-26-h100-dev)"
-COMPILE_WARM_SECONDS = COMPILE_COLD_SECONDS * START_ALL_CACHES_SECONDS / START_COLD_SECONDS
-COMPILE_WARM_SOURCE = (
-    f"{RUN}: {START_ALL_CACHES_SECONDS} s of {START_COLD_SECONDS} s to /health with every cache warm, times the cold figure"
+# vLLM's start besides the weights, cold: measured at full size (facts/vllm.py), not the miniature's times scaled.
+FULL_SIZE = FULL_SIZE_COLD_START
+COMPILE_COLD_SECONDS = FULL_SIZE.besides_weights
+COMPILE_COLD_SOURCE = (
+    f"{FULL_SIZE.gpu}, measured at full size ({FULL_SIZE.run}): Ready after {FULL_SIZE.ready:.0f} s less the "
+    f"{FULL_SIZE.weights_load:.0f} s weight load; in it torch.compile {FULL_SIZE.torch_compile:.0f} s, the first profiling run "
+    f"{FULL_SIZE.first_profiling:.0f} s, the Triton and DeepGEMM warm-up {FULL_SIZE.kernel_warmup:.0f} s over "
+    f"{FULL_SIZE.warmup_shapes} shapes, CUDA graph capture {FULL_SIZE.graph_capture:.0f} s; no B200 run yet"
 )
+# The miniature keeps the real head sizes, so the kernels Triton compiles at the first answer are the real model's:
+# their compile time is the miniature's own, unscaled.
+RUN = "preflight of dev on one H100 (vLLM 0.26.0, 2026-11-26, tests/real_runs/2026-11-26-h100-dev)"
+FIRST_ANSWER_COLD_SECONDS = float(FIRST_ANSWER_SECONDS)
+FIRST_ANSWER_SOURCE = (
+    f"{RUN}: the first completion {FIRST_ANSWER_SECONDS} s after /health while Triton compiled the kernels first met at "
+    "inference (the miniature keeps the real head sizes, so the same kernels); the startup probe waits for it"
+)
+# No full-size start with warm caches was measured yet: the miniature's ratios to its cold start carry the full-size figure.
+WARM_CAVEAT = f"times the {FULL_SIZE.gpu} full-size cold figure (no full-size start with warm caches measured yet)"
+COMPILE_WARM_SECONDS = COMPILE_COLD_SECONDS * START_ALL_CACHES_SECONDS / START_COLD_SECONDS
+COMPILE_WARM_SOURCE = f"{RUN}: {START_ALL_CACHES_SECONDS} s of {START_COLD_SECONDS} s to /health with every cache warm, {WARM_CAVEAT}"
 COMPILE_CACHE_ONLY_SECONDS = (
     COMPILE_COLD_SECONDS * (START_COMPILE_CACHE_ONLY_SECONDS + FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS) / START_COLD_SECONDS
 )
 COMPILE_CACHE_ONLY_SOURCE = (
     f"{RUN}: {START_COMPILE_CACHE_ONLY_SECONDS} s to /health and the first answer {FIRST_ANSWER_COMPILE_CACHE_ONLY_SECONDS} s later "
-    f"with only VLLM_CACHE_ROOT kept, against {START_COLD_SECONDS} s, times the cold figure: what the JIT caches on the bucket save"
-)
-FIRST_ANSWER_COLD_SECONDS = COMPILE_COLD_SECONDS * FIRST_ANSWER_SECONDS / START_COLD_SECONDS
-FIRST_ANSWER_SOURCE = (
-    f"{RUN}: the first completion {FIRST_ANSWER_SECONDS} s after /health while Triton compiled kernels, against {START_COLD_SECONDS} s "
-    "to /health, times the cold figure; the startup probe waits for it"
+    f"with only VLLM_CACHE_ROOT kept, against {START_COLD_SECONDS} s, {WARM_CAVEAT}: what the JIT caches on the bucket save"
 )
 
 
@@ -178,6 +185,8 @@ class ColdStart:
     price_per_node_hour: float | None
     # Set when the cache's throughput is below what gives each node of this wake the reference's rate.
     sizing: Sizing | None = None
+    # Replicas of the wake on reserved nodes: their node time is billed by the reservation whether or not they wake.
+    committed_replicas: int = 0
 
     def seconds(self, *, warm: bool) -> float | None:
         """The whole wake, to the last replica Ready (its first answer); None when a phase has no figure."""
@@ -188,11 +197,18 @@ class ColdStart:
         return sum(p.seconds or 0.0 for p in phases)
 
     def cost(self, *, warm: bool) -> float | None:
-        """Dollars of A4 node time a wake spends before the first token: replicas x price x duration."""
+        """Dollars a wake adds to the bill before the first token: replicas beyond the reserved ones x price x duration."""
+        return self._node_time(self.replicas - self.committed_replicas, warm)
+
+    def committed_cost(self, *, warm: bool) -> float | None:
+        """The reserved replicas' node time over the wake: billed by the reservation whether or not they wake."""
+        return self._node_time(self.committed_replicas, warm)
+
+    def _node_time(self, replicas: int, warm: bool) -> float | None:
         seconds = self.seconds(warm=warm)
         if seconds is None or self.price_per_node_hour is None:
             return None
-        return round(self.replicas * self.price_per_node_hour * seconds / 3600, 2)
+        return round(replicas * self.price_per_node_hour * seconds / 3600, 2)
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -212,6 +228,14 @@ class ColdStart:
             },
             "wakeCost": {"coldCompileCache": self.cost(warm=False), "warmCompileCache": self.cost(warm=True)},
         }
+        if self.committed_replicas:
+            figures["wakeCostOnReservation"] = {
+                "replicas": self.committed_replicas,
+                "coldCompileCache": self.committed_cost(warm=False),
+                "warmCompileCache": self.committed_cost(warm=True),
+                "basis": "node time of the replicas on reserved nodes: billed by the reservation whether or not they wake, "
+                "so not part of wakeCost",
+            }
         if self.sizing is not None:
             figures["cacheSizedForWake"] = self.sizing.as_output()
         return figures
@@ -221,8 +245,10 @@ def _minutes(seconds: float | None) -> float | None:
     return None if seconds is None else math.ceil(seconds / 6) / 10
 
 
-def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | None) -> Sizing | None:
-    """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it."""
+def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | None, committed_replicas: int = 0) -> Sizing | None:
+    """The throughput a wake to ``replicas`` needs for the reference's per-node rate; None when the cache has it.
+
+    A faster wake saves money only on the replicas beyond the reserved ones: those are billed anyway."""
     needed = throughput_for(replicas)
     if cache is None or needed <= cache.throughput_mibps:
         return None
@@ -232,7 +258,9 @@ def sizing(cache: CacheDisk | None, replicas: int, price_per_node_hour: float | 
         throughput_mibps=needed,
         weights=sized,
         extra_per_month=(needed - cache.throughput_mibps) * cache.price_per_mibps_month,
-        saves_per_wake=None if price_per_node_hour is None else round(replicas * price_per_node_hour * saved / 3600, 2),
+        saves_per_wake=None
+        if price_per_node_hour is None
+        else round((replicas - committed_replicas) * price_per_node_hour * saved / 3600, 2),
     )
 
 
@@ -248,6 +276,8 @@ class Wake:
     cache: CacheDisk | None
     compile_cache: bool
     price_per_node_hour: float | None
+    # Replicas of the wake that land on reserved nodes (billed anyway).
+    committed_replicas: int = 0
 
 
 def expected(wake: Wake) -> ColdStart | None:
@@ -269,5 +299,6 @@ def expected(wake: Wake) -> ColdStart | None:
         first_answer_cold=Figure(FIRST_ANSWER_COLD_SECONDS, FIRST_ANSWER_SOURCE),
         compile_cache_only=Figure(COMPILE_CACHE_ONLY_SECONDS, COMPILE_CACHE_ONLY_SOURCE),
         price_per_node_hour=wake.price_per_node_hour,
-        sizing=sizing(wake.cache, wake.replicas, wake.price_per_node_hour),
+        sizing=sizing(wake.cache, wake.replicas, wake.price_per_node_hour, wake.committed_replicas),
+        committed_replicas=wake.committed_replicas,
     )

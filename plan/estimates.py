@@ -11,14 +11,16 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from facts.kubernetes import quantity
+from plan.batch_plan import BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart
 
 # Measured total tokens/s (input + output) by node count, ClusterIP routing.
 MEASURED_TOKENS_PER_SECOND: dict[int, float] = {1: 95_317, 2: 190_000, 4: 376_074, 8: 740_192, 12: 1_103_941}
 # Measured throughput lost to the Inference Gateway (ext_proc hop through one EPP).
 MEASURED_GATEWAY_OVERHEAD: dict[int, float] = {2: 0.31, 4: 0.35, 8: 0.37}
-# The load the measurements were taken at: ~2,000 concurrent requests per node.
+# The load the measurements were taken at: ~2,000 concurrent requests per node, of 1,024 input and 512 output tokens.
 MEASURED_CONCURRENCY_PER_NODE = 2000
+MEASURED_TOKENS_PER_REQUEST = 1024 + 512
 CLUSTER_FEE_PER_HOUR = 0.10
 # List prices of one A4 node-hour, 2026. Flex-start has no reference figure;
 # set capacity.pricePerNodeHour to estimate it.
@@ -40,6 +42,51 @@ class GatewayPods:
 
 
 @dataclass(frozen=True)
+class Commitment:
+    """Reserved A4 nodes: billed every hour of the reservation, whether or not replicas run on them."""
+
+    reservation: str
+    # None: a named reservation whose size the stack does not state, and no replica to assume it from.
+    nodes: int | None
+    price_per_node_hour: float
+    # Where the size comes from: created, stated, or assumed.
+    source: str
+    # Whether replicas land on it first (the first capacity step): then they add nothing to the bill up to its size.
+    first: bool = True
+    # A created calendar reservation: its term, which cannot be cancelled once submitted.
+    start_time: str | None = None
+    end_time: str | None = None
+    hours: float | None = None
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        return None if self.nodes is None else self.nodes * self.price_per_node_hour
+
+    @property
+    def label(self) -> str:
+        size = "size unknown" if self.nodes is None else f"{self.nodes} A4 node{'s' if self.nodes != 1 else ''}"
+        return f"reservation {self.reservation} ({size}), billed whether or not replicas run"
+
+    def as_output(self) -> dict[str, object]:
+        cost = self.cost_per_hour
+        figures: dict[str, object] = {
+            "reservation": self.reservation,
+            "nodes": self.nodes,
+            "pricePerNodeHour": self.price_per_node_hour,
+            "costPerHour": None if cost is None else round(cost, 2),
+            "basis": self.source,
+        }
+        if self.hours is not None and cost is not None:
+            figures["term"] = {
+                "startTime": self.start_time,
+                "endTime": self.end_time,
+                "hours": round(self.hours, 2),
+                "totalUsd": round(cost * self.hours, 2),
+            }
+        return figures
+
+
+@dataclass(frozen=True)
 class Costing:
     """What the estimates read: the replica counts, the prices and whether a reference figure applies."""
 
@@ -52,6 +99,16 @@ class Costing:
     gateway: GatewayPods | None
     # Why no reference figure applies to the stack, or None when one does.
     unmeasured: str | None
+    # Input + output tokens of one request of the stack's workload.
+    tokens_per_request: int = MEASURED_TOKENS_PER_REQUEST
+    # Reserved nodes the stack's replicas run on: billed whether or not they do. None off reservations.
+    commitment: Commitment | None = None
+
+    @property
+    def committed_nodes(self) -> int:
+        """Replicas up to this count add nothing to the bill: their nodes are billed by the reservation anyway."""
+        commitment = self.commitment
+        return (commitment.nodes or 0) if commitment is not None and commitment.first else 0
 
 
 @dataclass(frozen=True)
@@ -62,10 +119,14 @@ class Estimate:
     basis: str
     # With autoscaling: the cost per hour at the fewest and the most replicas.
     cost_range: tuple[float | None, float | None] | None = None
-    # What stays and bills with no replica running, per hour.
-    idle: tuple[tuple[str, float], ...] = ()
+    # What stays and bills with no replica running, per hour (None: a reservation of unknown size).
+    idle: tuple[tuple[str, float | None], ...] = ()
     # A wake to the most replicas: its phases and what it costs before the first token.
     cold_start: ColdStart | None = None
+    # Reserved capacity, billed whether or not replicas run; part of every cost above.
+    committed: Commitment | None = None
+    # A batch sent to the stack at zero replicas, from the wake to zero (autoscaled stacks).
+    batch: BatchPlan | None = None
 
     def as_output(self) -> dict[str, object]:
         figures: dict[str, object] = {
@@ -76,13 +137,18 @@ class Estimate:
         }
         if self.cost_range is not None:
             figures["costPerHourRange"] = {"fewest": self.cost_range[0], "most": self.cost_range[1]}
+        if self.committed is not None:
+            figures["committed"] = self.committed.as_output()
         if self.idle:
+            costs = [cost for _, cost in self.idle]
             figures["whenIdle"] = {
-                "costPerHour": round(sum(cost for _, cost in self.idle), 2),
-                "keeps": {item: round(cost, 4) for item, cost in self.idle},
+                "costPerHour": None if None in costs else round(sum(cost or 0.0 for cost in costs), 2),
+                "keeps": {item: None if cost is None else round(cost, 4) for item, cost in self.idle},
             }
         if self.cold_start is not None:
             figures["coldStart"] = self.cold_start.as_output()
+        if self.batch is not None:
+            figures["batchPlan"] = self.batch.as_output()
         return figures
 
 
@@ -113,14 +179,17 @@ def price_per_node_hour(configured: float | None, first_step: str) -> float | No
     return LIST_PRICE_PER_NODE_HOUR.get(first_step)
 
 
-def idle_bill(costing: Costing) -> list[tuple[str, float]]:
-    """What a stack keeps, and bills per hour, with no replica running: the cluster and every disk and snapshot.
+def idle_bill(costing: Costing) -> list[tuple[str, float | None]]:
+    """What a stack keeps, and bills per hour, with no replica running: its reservation, the cluster and every disk and snapshot.
 
     The cache's writable disk is released once its snapshot is ready, so the read-only
     disk and the snapshot are what stays; the snapshot is counted at the disk's size,
     an upper bound of what it stores.
     """
-    bill = [("cluster fee", CLUSTER_FEE_PER_HOUR)]
+    bill: list[tuple[str, float | None]] = []
+    if costing.commitment is not None:
+        bill.append((costing.commitment.label, costing.commitment.cost_per_hour))
+    bill.append(("cluster fee", CLUSTER_FEE_PER_HOUR))
     cache = costing.cache
     if cache is not None:
         disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
@@ -141,13 +210,15 @@ def gateway_bill(gateway: GatewayPods) -> list[tuple[str, float]]:
 
 
 def cost_per_hour(costing: Costing, nodes: int | None = None) -> float | None:
-    """``nodes`` (default: the stack's) at the capacity's price, plus what the stack keeps; None without a price."""
+    """``nodes`` (default: the stack's) beyond the reserved ones at the capacity's price, plus what the stack keeps
+    (its reservation included); None without a price or with a reservation of unknown size."""
     nodes = costing.nodes if nodes is None else nodes
+    beyond = max(nodes - costing.committed_nodes, 0)
     price = costing.price_per_node_hour
-    if nodes and price is None:
+    kept = [cost for _, cost in idle_bill(costing)]
+    if (beyond and price is None) or None in kept:
         return None
-    gpu = nodes * (price or 0.0)
-    return round(gpu + sum(cost for _, cost in idle_bill(costing)), 2)
+    return round(beyond * (price or 0.0) + sum(cost or 0.0 for cost in kept), 2)
 
 
 def estimate(costing: Costing, *, scaled_to_zero: bool, cold_start: ColdStart | None) -> Estimate:
@@ -155,22 +226,41 @@ def estimate(costing: Costing, *, scaled_to_zero: bool, cold_start: ColdStart | 
 
     Whether the stack is scaled to zero is the plan's decision (plan/stack.py), not made here.
     """
-    figures = replace(_estimate(costing, scaled_to_zero), idle=tuple(idle_bill(costing)), cold_start=cold_start)
+    figures = replace(
+        _estimate(costing, scaled_to_zero), idle=tuple(idle_bill(costing)), cold_start=cold_start, committed=costing.commitment
+    )
     if costing.min_replicas is None:
         return figures
     cost_range = (cost_per_hour(costing, costing.min_replicas), cost_per_hour(costing, costing.max_replicas))
     return replace(figures, cost_range=cost_range)
 
 
+def _no_cost(costing: Costing) -> str:
+    if costing.commitment is not None and costing.commitment.nodes is None:
+        return f"; reservation {costing.commitment.reservation} has no stated size: set capacity.reservation.nodes"
+    return "; no price for this capacity: set capacity.pricePerNodeHour"
+
+
 def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
     # Autoscaled from 0 replicas: the figures of a batch at the most replicas.
     nodes = 0 if scaled_to_zero else costing.nodes or costing.max_replicas
     cost = cost_per_hour(costing, nodes)
-    price_note = "" if cost is not None else "; no price for this capacity: set capacity.pricePerNodeHour"
+    price_note = "" if cost is not None else _no_cost(costing)
     if scaled_to_zero:
-        return Estimate(0, cost, None, "scaled to zero: idle cost of cluster and cache" + price_note)
-    if costing.unmeasured is not None:
-        return Estimate(None, cost, None, f"no reference figure: {costing.unmeasured}" + price_note)
+        kept = "reservation, cluster and cache" if costing.commitment is not None else "cluster and cache"
+        return Estimate(0, cost, None, f"scaled to zero: idle cost of {kept}" + price_note)
+    tokens, basis = throughput(costing, nodes)
+    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
+    return Estimate(round(tokens), cost, per_million, basis + price_note)
+
+
+def throughput(costing: Costing, nodes: int) -> tuple[float, str]:
+    """Input + output tokens/s of ``nodes`` replicas, and what the figure rests on.
+
+    Measured for the reference; elsewhere an estimate from a stated model: the reference's tokens/s held
+    for the stack, whatever its tokens per request. Prompt tokens cost an engine less than generated
+    ones, so a prompt-heavy workload likely runs faster than this, a larger model slower.
+    """
     efficiency, extrapolated = scaling_efficiency(nodes)
     tokens = MEASURED_TOKENS_PER_SECOND[1] * nodes * efficiency
     plural = "s" if nodes > 1 else ""
@@ -182,5 +272,11 @@ def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
         basis += f", minus {overhead:.0%} Inference Gateway overhead"
     if extrapolated:
         basis += " (extrapolated beyond the measured node counts)"
-    per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
-    return Estimate(round(tokens), cost, per_million, basis + price_note)
+    if costing.unmeasured is not None:
+        basis = (
+            f"estimate, no reference figure: {costing.unmeasured}; the reference's tokens/s (input + output) is held for this "
+            f"stack at {costing.tokens_per_request:,} tokens per request (reference: {MEASURED_TOKENS_PER_REQUEST:,}); prompt "
+            "tokens cost less than generated ones, so a prompt-heavy workload likely runs faster and a larger model slower: "
+            f"measure it (benchmark.enabled). {basis}"
+        )
+    return tokens, basis

@@ -33,14 +33,16 @@ from facts.naming import (
     selector_labels,
     stack_labels,
 )
+from plan.batch_plan import RENDERED_LINES, BatchPace, BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
-from plan.estimates import Costing, Estimate, GatewayPods, estimate, price_per_node_hour
+from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour, throughput
 from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
 from stacks.drain import DrainSettings
 from stacks.engine import download_deadline_minutes, engine_shape, loaded_bytes
 from stacks.model import ModelSettings
+from stacks.section import days_between
 from stacks.serving import ServingProfile
 from stacks.settings import StackSettings
 from stacks.workload import WorkloadSettings
@@ -600,6 +602,10 @@ class BatchSpec:
     # For the batch's report: what a replica-hour costs and what the stack estimates per million tokens.
     price_per_replica_hour: float | None
     estimated_usd_per_million_tokens: float | None
+    # The reservation under the replicas: its bill per hour (None off one, or of unknown size) and whether it holds every
+    # replica (mode reservation), so that their hours add nothing to a batch's cost.
+    committed_usd_per_hour: float | None
+    reservation_holds_every_replica: bool
     # The stack's expected cold start, phase by phase: a batch that wakes the stack reports against it.
     expected_cold_start: ColdStart | None
     # A production stack protects the bucket: a destroy stops at it.
@@ -750,6 +756,42 @@ def unmeasured_reason(settings: StackSettings) -> str | None:
     return None
 
 
+def commitment(settings: StackSettings) -> Commitment | None:
+    """The reservation the replicas may run on, billed whether or not they do; None when no capacity step is one,
+    or when a fallback names one of unstated size (nothing to assume its size from)."""
+    capacity = settings.capacity
+    reservation = capacity.reservation
+    if reservation is None or "reservation" not in capacity.steps:
+        return None
+    price = price_per_node_hour(capacity.price_per_node_hour, "reservation")
+    assert price is not None, "the reservation has a list price"
+    first = capacity.steps[0] == "reservation"
+    created = reservation.create
+    if created is not None:
+        return Commitment(
+            reservation=reservation.name,
+            nodes=created.nodes,
+            price_per_node_hour=price,
+            source="created calendar-mode reservation (capacity.reservation.create): billed from startTime to endTime, "
+            "and once submitted it cannot be cancelled",
+            first=first,
+            start_time=created.start_time,
+            end_time=created.end_time,
+            hours=days_between(created.start_time, created.end_time) * 24,
+        )
+    if reservation.nodes is not None:
+        return Commitment(reservation.name, reservation.nodes, price, "capacity.reservation.nodes, as the stack states it", first)
+    if capacity.mode != "reservation":
+        return None
+    assumed = settings.max_replicas or None
+    source = (
+        f"assumed to hold the stack's {assumed} replicas: the render cannot see the reservation's size; set capacity.reservation.nodes"
+        if assumed
+        else "unknown: the render cannot see the reservation's size and the stack runs no replica; set capacity.reservation.nodes"
+    )
+    return Commitment(reservation.name, assumed, price, source)
+
+
 def costing(settings: StackSettings) -> Costing:
     """What the estimates read of the stack: its replica counts, prices and whether the reference applies."""
     cache, gateway, scaling = settings.cache, settings.gateway, settings.autoscaling
@@ -780,6 +822,37 @@ def costing(settings: StackSettings) -> Costing:
         if settings.routing == "gateway"
         else None,
         unmeasured=unmeasured_reason(settings),
+        tokens_per_request=settings.workload.input_tokens + settings.workload.output_tokens,
+        commitment=commitment(settings),
+    )
+
+
+def idle_tail_seconds(settings: StackSettings) -> int:
+    """KEDA's cooldown plus a poll: how long the replicas stay up after the last request of a batch."""
+    return settings.autoscaling.idle_minutes * 60 + settings.autoscaling.poll_seconds
+
+
+def batch_pace(settings: StackSettings, costs: Costing, cold_start: ColdStart | None) -> BatchPace | None:
+    """What a batch plan reads: every replica the stack may run, at the stack's own estimate; None unless it autoscales."""
+    replicas = settings.max_replicas
+    if not settings.autoscaling.enabled or replicas == 0:
+        return None
+    tokens, basis = throughput(costs, replicas)
+    wake = cold_start.seconds(warm=False) if cold_start is not None else None
+    commitment = costs.commitment
+    return BatchPace(
+        replicas=replicas,
+        tokens_per_second=tokens / replicas,
+        tokens_per_request=costs.tokens_per_request,
+        basis=basis,
+        wake_seconds=wake,
+        wake_basis="estimates.coldStart to every replica Ready, compile cache cold (once the bucket holds it: minutes.warmCompileCache)"
+        if wake is not None
+        else "no figure: a phase of estimates.coldStart has none",
+        idle_tail_seconds=idle_tail_seconds(settings),
+        price_per_node_hour=costs.price_per_node_hour,
+        committed_replicas=min(replicas, costs.committed_nodes),
+        committed_per_hour=commitment.cost_per_hour if commitment is not None else None,
     )
 
 
@@ -837,8 +910,14 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
         cache=costs.cache,
         compile_cache=compile_cache_enabled(settings.serving.env),
         price_per_node_hour=costs.price_per_node_hour,
+        committed_replicas=min(settings.max_replicas, costs.committed_nodes),
     )
-    figures = estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=expected(wake))
+    cold_start = expected(wake)
+    pace = batch_pace(settings, costs, cold_start)
+    figures = replace(
+        estimate(costs, scaled_to_zero=scaled_to_zero, cold_start=cold_start),
+        batch=BatchPlan(RENDERED_LINES, pace) if pace is not None else None,
+    )
     serving_nodes = settings.nodes or settings.max_replicas
     gpus = settings.nodes * settings.serving.data_parallel_size * settings.serving.tensor_parallel_size
     placement = scheduling(settings)
@@ -964,9 +1043,11 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
             max_replicas=settings.max_replicas,
             workers=runner_workers(settings.max_replicas),
             poll_seconds=settings.autoscaling.poll_seconds,
-            idle_tail_seconds=settings.autoscaling.idle_minutes * 60 + settings.autoscaling.poll_seconds,
+            idle_tail_seconds=idle_tail_seconds(settings),
             price_per_replica_hour=costs.price_per_node_hour,
             estimated_usd_per_million_tokens=figures.dollars_per_million_tokens,
+            committed_usd_per_hour=costs.commitment.cost_per_hour if costs.commitment is not None else None,
+            reservation_holds_every_replica=settings.capacity.mode == "reservation",
             expected_cold_start=figures.cold_start,
             protect=settings.production,
         )
@@ -1051,7 +1132,10 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
             ttft_p99_seconds=settings.observability.ttft_p99_seconds,
             throughput_fraction=settings.observability.throughput_fraction,
             gateway=gateway is not None,
-            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes) if figures.tokens_per_second else None,
+            # Measured figures only: an estimate outside the reference is too rough to alert on.
+            expected_tokens_per_replica=round(figures.tokens_per_second / serving_nodes)
+            if figures.tokens_per_second and costs.unmeasured is None
+            else None,
             cold_start_minutes=settings.serving.cold_start_minutes,
             alerting=not scaled_to_zero,
             batch=batch is not None,

@@ -20,10 +20,42 @@ CUTE_DSL_MODULE = "cutlass"
 DP_FLAGS = ("--data-parallel-size", "-dp")
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
 PP_FLAGS = ("--pipeline-parallel-size", "-pp")
+EP_FLAGS = ("--enable-expert-parallel", "-ep")
+# vLLM's engine argument for how weights are read; "dummy" initialises random ones (vllm/config/load.py).
+LOAD_FORMAT = "--load-format"
+# The settings that render the parallel flags (stacks/serving.py).
+DP_SETTING = "llm:serving.dataParallelSize"
+TP_SETTING = "llm:serving.tensorParallelSize"
 
 
 class RefusedError(ValueError):
     """The preflight cannot run this stack here; the message says why and what to do."""
+
+
+class ShapeError(RefusedError):
+    """The stack's parallel shape fits neither its own node nor this machine; ``setting`` is the key to change."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+@dataclass(frozen=True)
+class ParallelShape:
+    """Data, tensor and pipeline parallelism of the rendered command line, and whether experts are spread."""
+
+    data: int
+    tensor: int
+    pipeline: int
+    expert: bool
+
+    @property
+    def engine_gpus(self) -> int:
+        return self.tensor * self.pipeline
+
+    @property
+    def gpus(self) -> int:
+        return self.data * self.engine_gpus
 
 
 @dataclass(frozen=True)
@@ -35,6 +67,8 @@ class Machine:
     # Optional modules the engine's Python can import that decide a kernel choice.
     modules: frozenset[str]
     gpu_name: str = ""
+    # The first GPU's memory, as torch reports it (the memory plan's HBM).
+    hbm_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +110,36 @@ def _int_flag(flags: tuple[str, ...], names: tuple[str, ...]) -> int:
         if value:
             return int(value)
     return 1
+
+
+def _bool_flag(flags: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    value = next((v for name in names if (v := flag_value(flags, name)) is not None), None)
+    present = any(arg.split("=", 1)[0] in names for arg in flags)
+    return present and (value is None or value.lower() not in ("false", "0"))
+
+
+def parallel_shape(flags: tuple[str, ...]) -> ParallelShape:
+    """The shape the rendered flags ask vLLM for (each size defaults to 1, as in vLLM's ParallelConfig)."""
+    return ParallelShape(
+        data=_int_flag(flags, DP_FLAGS),
+        tensor=_int_flag(flags, TP_FLAGS),
+        pipeline=_int_flag(flags, PP_FLAGS),
+        expert=_bool_flag(flags, EP_FLAGS),
+    )
+
+
+def check_node_shape(spec: EngineSpec) -> ParallelShape:
+    """The rendered shape, refused when its GPUs are not the pod's (one pod takes a node's GPUs)."""
+    shape = parallel_shape(spec.flags)
+    if spec.gpus and shape.gpus != spec.gpus:
+        raise ShapeError(
+            DP_SETTING,
+            f"the stack asks vLLM for data parallel {shape.data} x tensor parallel {shape.tensor}"
+            + (f" x pipeline parallel {shape.pipeline}" if shape.pipeline > 1 else "")
+            + f" = {shape.gpus} GPUs, on a node of {spec.gpus}: set {DP_SETTING} x {TP_SETTING} to {spec.gpus} "
+            "(a tensor-parallel flag in serving.extraArgs is not counted by the render)",
+        )
+    return shape
 
 
 def _replace_flag(flags: tuple[str, ...], names: tuple[str, ...], value: str) -> tuple[str, ...]:
@@ -124,19 +188,28 @@ def adapt(
     takes_gdn_flag: bool,
     model: ModelShape,
     isolated: Mapping[str, str] | None = None,
+    full_size: bool = False,
 ) -> EngineRun:
-    """The stack's engine adapted to ``machine``.
+    """The stack's engine adapted to ``machine``; with ``full_size``, the model at its real size with dummy weights.
 
     ``volumes`` maps a pod mount path to the local folder that stands in for it; ``isolated`` adds
     variables that give each start its own home and temporary folder (their caches are measured).
-    Raises ``RefusedError`` when the machine has fewer GPUs than one engine needs.
+    Tensor, pipeline and expert parallelism are kept; only data parallelism follows the GPUs present.
+    Raises ``ShapeError`` when the shape does not fill the stack's node, or one engine needs more GPUs than this machine has.
     """
     flags = spec.flags
     changes: list[Adaptation] = []
-    world = _int_flag(flags, TP_FLAGS) * _int_flag(flags, PP_FLAGS)
+    shape = check_node_shape(spec)
+    world = shape.engine_gpus
     if machine.gpus < world:
-        raise RefusedError(f"one engine of this stack needs {world} GPUs (tensor x pipeline parallel); this machine has {machine.gpus}")
-    dp = _int_flag(flags, DP_FLAGS)
+        raise ShapeError(
+            TP_SETTING,
+            f"one engine of this stack takes tensor parallel {shape.tensor}"
+            + (f" x pipeline parallel {shape.pipeline}" if shape.pipeline > 1 else "")
+            + f" ({TP_SETTING}): {world} GPUs; this machine has {machine.gpus} GPU{'s' if machine.gpus != 1 else ''}: "
+            f"run the preflight on a machine with at least {world}",
+        )
+    dp = shape.data
     fits = max(1, machine.gpus // world)
     if dp > fits:
         flags = _replace_flag(flags, DP_FLAGS, str(fits))
@@ -149,14 +222,36 @@ def adapt(
                 f"this machine has {machine.gpus} GPU(s), so {fits} engine(s) fit",
             )
         )
-    changes.append(
-        Adaptation(
-            "model",
-            spec.model_path,
-            model_dir,
-            "a miniature of the served model: same architecture and layer pattern, random weights (no weights are downloaded)",
+    if full_size:
+        changes.append(
+            Adaptation(
+                "model",
+                spec.model_path,
+                model_dir,
+                "the served model's config.json at its real size and quantization, with a small tokenizer whose special-token "
+                "ids are set into it (no weights are downloaded)",
+            )
         )
-    )
+        rendered_format = flag_value(flags, LOAD_FORMAT)
+        flags = _replace_flag(flags, (LOAD_FORMAT,), "dummy")
+        changes.append(
+            Adaptation(
+                LOAD_FORMAT,
+                rendered_format,
+                "dummy",
+                "vLLM builds the model from config.json with random weights of the checkpoint's quantization: its memory and "
+                "kernels are the real model's, its answers are noise",
+            )
+        )
+    else:
+        changes.append(
+            Adaptation(
+                "model",
+                spec.model_path,
+                model_dir,
+                "a miniature of the served model: same architecture and layer pattern, random weights (no weights are downloaded)",
+            )
+        )
     if port != spec.port:
         flags = _replace_flag(flags, ("--port",), str(port))
         changes.append(

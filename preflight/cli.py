@@ -8,10 +8,12 @@ from pathlib import Path
 
 from preflight import report
 from preflight.caches import KEEP
+from preflight.miniature import SIZES
 
 DESCRIPTION = """\
 Runs the stack's exact vLLM command line and environment on this machine's GPUs against a miniature of its
-model (same architecture, random weights), adapting only what the machine forces, and reports: the flags
+model (same architecture, random weights), or with --size full the model at its real size (dummy weights,
+each engine's memory held to the plan), adapting only what the machine forces, and reports: the flags
 accepted, each start's phases through the project's cold-start parser, the caches a later start reused,
 every metric the stack's alerts, scaler and dashboard read, a completion and chat requests with usage, the
 time from Ready to the first answer, the drain under load against the pod's grace period, preStop and
@@ -44,6 +46,13 @@ def parser() -> argparse.ArgumentParser:
         type=_list,
         default=("cold", "all-caches"),
         help=f"the starts, in order; each keeps the caches its name says ({', '.join(KEEP)}); default cold,all-caches",
+    )
+    p.add_argument(
+        "--size",
+        choices=SIZES,
+        default="miniature",
+        help="miniature (default), or full: the stack's model at its real size and quantization with dummy weights "
+        "(vLLM's dummy load format), its memory lines held to the render's plan; 12-14 min cold",
     )
     p.add_argument("--compare", type=_list, default=(), help="throughput variants after the stack's: no-mtp, defaults")
     p.add_argument("--prompts", type=int, default=300, help="prompts of the throughput run (0: none)")
@@ -105,6 +114,7 @@ def run(args: argparse.Namespace, rendered: Path, deployment: str | None) -> int
         drain_requests=args.drain_requests,
         observe_after_grace=args.observe_after_grace,
         port=args.port,
+        size=args.size,
         deployment=deployment,
     )
     result = execute(options)

@@ -8,9 +8,11 @@ present, else from the model catalogue, ``facts/data/models/`` (each folder's PR
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import importlib
 import json
+import math
 import os
 import random
 import shutil
@@ -36,6 +38,14 @@ INTERMEDIATE = 3072
 ATTENTION_HEADS = 8
 KV_HEADS = 2
 LINEAR_KEY_HEADS = 4
+# A MoE keeps experts, fewer and narrower: enough that expert parallelism over a node's 8 GPUs gives each some.
+EXPERTS = 16
+EXPERTS_PER_TOKEN = 4
+MOE_INTERMEDIATE = 256
+# The architectures the miniature follows, from the layer kinds a config declares.
+ARCHITECTURE_KINDS = ("dense", "moe", "hybrid", "hybrid moe")
+# The model the preflight runs: the miniature, or the stack's model at its real size with dummy weights.
+SIZES = ("miniature", "full")
 VISION = {"depth": 2, "hidden_size": 256, "intermediate_size": 512, "num_heads": 4}
 BPE_TOKENS = 8000
 # Padded like real vocabularies (Qwen's 248320 is a multiple of 256).
@@ -129,6 +139,18 @@ def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return text if isinstance(text, Mapping) else config
 
 
+def _experts(text: Mapping[str, Any]) -> int:
+    return int(text.get("num_experts") or text.get("num_local_experts") or 0)
+
+
+def architecture_kind(config: Mapping[str, Any]) -> str:
+    """``dense``, ``moe``, ``hybrid`` (linear attention or Mamba layers beside full attention) or ``hybrid moe``."""
+    text = _text(config)
+    hybrid = any(kind != "full_attention" for kind in text.get("layer_types") or []) or "linear_num_key_heads" in text
+    moe = _experts(text) > 1
+    return {(False, False): "dense", (False, True): "moe", (True, False): "hybrid", (True, True): "hybrid moe"}[(hybrid, moe)]
+
+
 def shape(config: Mapping[str, Any]) -> ModelShape:
     text = _text(config)
     kinds = text.get("layer_types") or []
@@ -136,21 +158,40 @@ def shape(config: Mapping[str, Any]) -> ModelShape:
     return ModelShape(linear_attention="linear_attention" in kinds, linear_key_head_dim=int(head) if head is not None else None)
 
 
-def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
+def _lcm(a: int, b: int) -> int:
+    return a * b // math.gcd(a, b)
+
+
+def _small_text(text: Mapping[str, Any], tensor_parallel: int) -> dict[str, Any]:
     small = dict(text)
     kinds = list(text.get("layer_types") or [])
     period = int(text.get("full_attention_interval") or 0) or (kinds.index("full_attention") + 1 if "full_attention" in kinds else 2)
     layers = min(int(text.get("num_hidden_layers", 2 * period)), 2 * period)
-    small.update(num_hidden_layers=layers, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, vocab_size=VOCAB)
+    # Tensor parallelism shards heads and widths: each is made a multiple of it, the heads' ratios kept.
+    widen = tensor_parallel // math.gcd(tensor_parallel, KV_HEADS)
+    small.update(num_hidden_layers=layers, hidden_size=HIDDEN, intermediate_size=_lcm(INTERMEDIATE, tensor_parallel), vocab_size=VOCAB)
     if kinds:
         # The first layers keep the real order: two periods of the hybrid pattern.
         small["layer_types"] = kinds[:layers]
     if "num_attention_heads" in text:
-        small.update(num_attention_heads=ATTENTION_HEADS, num_key_value_heads=KV_HEADS)
+        small.update(num_attention_heads=ATTENTION_HEADS * widen, num_key_value_heads=KV_HEADS * widen)
+        if "head_dim" not in text and "hidden_size" in text:
+            # The real head size chooses the kernels: a config without head_dim has it from the real widths.
+            small["head_dim"] = int(text["hidden_size"]) // int(text["num_attention_heads"])
     if "linear_num_key_heads" in text:
         # The value/key head ratio of the real model (48/16 for Qwen 3.5 27B).
         ratio = int(text["linear_num_value_heads"]) // int(text["linear_num_key_heads"])
-        small.update(linear_num_key_heads=LINEAR_KEY_HEADS, linear_num_value_heads=LINEAR_KEY_HEADS * ratio)
+        keys = _lcm(LINEAR_KEY_HEADS, tensor_parallel)
+        small.update(linear_num_key_heads=keys, linear_num_value_heads=keys * ratio)
+    experts = _experts(text)
+    if experts > 1:
+        key = "num_experts" if "num_experts" in text else "num_local_experts"
+        small[key] = min(experts, EXPERTS)
+        small["num_experts_per_tok"] = min(int(text.get("num_experts_per_tok") or 1), EXPERTS_PER_TOKEN, small[key])
+        if "moe_intermediate_size" in text:
+            small["moe_intermediate_size"] = _lcm(MOE_INTERMEDIATE, tensor_parallel)
+        if text.get("shared_expert_intermediate_size"):
+            small["shared_expert_intermediate_size"] = _lcm(2 * MOE_INTERMEDIATE, tensor_parallel)
     if "mlp_only_layers" in text:
         small["mlp_only_layers"] = [i for i in text["mlp_only_layers"] if i < layers]
     for key, token in TOKEN_KEYS.items():
@@ -162,13 +203,14 @@ def _small_text(text: Mapping[str, Any]) -> dict[str, Any]:
     return small
 
 
-def miniature_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` made small: the same classes and layer pattern, smaller widths, the miniature's token ids, bf16."""
+def miniature_config(config: Mapping[str, Any], *, tensor_parallel: int = 1) -> dict[str, Any]:
+    """``config`` made small: the same classes, layer pattern and kinds of layer (dense, MoE, hybrid), smaller widths
+    that divide by ``tensor_parallel``, the miniature's token ids, bf16."""
     small = {k: v for k, v in config.items() if k not in DROPPED}
     if "text_config" in config:
-        small["text_config"] = _small_text(config["text_config"])
+        small["text_config"] = _small_text(config["text_config"], tensor_parallel)
     else:
-        small.update(_small_text(config))
+        small.update(_small_text(config, tensor_parallel))
     if isinstance(config.get("vision_config"), Mapping):
         vision = dict(config["vision_config"])
         vision.update(VISION, out_hidden_size=HIDDEN)
@@ -308,24 +350,43 @@ def _mtp_tensors(tensors: Mapping[str, Any], text: Mapping[str, Any], layers: in
     return found
 
 
-def write(out: Path, source: ModelSource, *, weights: bool = True) -> dict[str, Any]:
-    """The miniature in ``out``; reuses weights written earlier for the same config. Returns what it made."""
+def full_size_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` at its real size, its quantization_config kept, its special-token ids the small tokenizer's.
+
+    vLLM's Qwen3-VL processor matches the config's image, video and vision start/end ids against the
+    tokenizer at start; every other value is the checkpoint's, so vLLM builds the real layers and kernels.
+    """
+    full = copy.deepcopy(dict(config))
+    for level in (full, full.get("text_config")):
+        if isinstance(level, dict):
+            for key, token in TOKEN_KEYS.items():
+                if level.get(key) is not None:
+                    level[key] = token_id(token)
+    return full
+
+
+def write(out: Path, source: ModelSource, *, weights: bool = True, tensor_parallel: int = 1, size: str = "miniature") -> dict[str, Any]:
+    """The model folder in ``out``: the miniature (``size="miniature"``), or the real config for
+    ``--load-format=dummy`` with no weights (``size="full"``). Reuses weights written earlier for the same config."""
+    if size not in SIZES:
+        raise ValueError(f"size {size!r}: one of {', '.join(SIZES)}")
     out.mkdir(parents=True, exist_ok=True)
-    small = miniature_config(source.config)
-    digest = config_digest(small)
+    config = full_size_config(source.config) if size == "full" else miniature_config(source.config, tensor_parallel=tensor_parallel)
+    weights = weights and size == "miniature"
+    digest = config_digest(config)
     marker = out / "preflight-miniature.json"
-    if marker.exists() and _read_json(marker).get("digest") == digest and (out / "model.safetensors").exists():
+    if marker.exists() and _read_json(marker).get("digest") == digest and (not weights or (out / "model.safetensors").exists()):
         made: dict[str, Any] = _read_json(marker)
         made["reused"] = True
         return made
-    _write(out / "config.json", _json_text(small))
+    _write(out / "config.json", _json_text(config))
     for name in PROCESSOR_FILES:
         if (source.folder / name).exists():
             shutil.copyfile(source.folder / name, out / name)
     write_tokenizer(out)
-    made = {"model": source.model, "source": source.provenance, "digest": digest}
+    made = {"model": source.model, "source": source.provenance, "digest": digest, "size": size, "kind": architecture_kind(source.config)}
     if weights:
-        made["weights"] = write_weights(out, small)
+        made["weights"] = write_weights(out, config)
     _write(marker, _json_text(made))
     return made
 
@@ -335,8 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--model", default="Qwen/Qwen3.5-27B-FP8")
     parser.add_argument("--no-weights", action="store_true", help="config, tokenizer and processor files only")
+    parser.add_argument("--tensor-parallel", type=int, default=1, help="the stack's tensor parallelism: the miniature's heads divide by it")
+    parser.add_argument("--size", choices=SIZES, default="miniature", help="full: the real config for --load-format=dummy, no weights")
     args = parser.parse_args(argv)
-    made = write(args.out, find_source(args.model, os.environ), weights=not args.no_weights)
+    source = find_source(args.model, os.environ)
+    made = write(args.out, source, weights=not args.no_weights, tensor_parallel=args.tensor_parallel, size=args.size)
     print(json.dumps(made))
     return 0
 

@@ -44,6 +44,8 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
 
     if result.get("refused"):
         fail("refused", str(result["refused"]))
+    if result.get("shape"):
+        fail(f"shape ({result['shape']['setting']})", str(result["shape"]["error"]))
     unknown = (result.get("flags") or {}).get("unknown_to_release") or []
     if unknown:
         fail("flags", f"vLLM {result['engine']['release']} does not take {', '.join(unknown)}")
@@ -72,6 +74,13 @@ def verdict(result: Mapping[str, Any]) -> dict[str, Any]:
                 f"{name}: /health answered 200 {delay:.1f} s before the first completion was answered (budget {budget:.0f} s): "
                 "a Ready replica times out its first clients",
             )
+        for term in start.get("memory_checks") or []:
+            if not term["ok"]:
+                fail(
+                    f"memory ({term['term']})",
+                    f"{name}: {term['engine'] or 'the engine'}: {term['term']} measured {term['measured']:,.2f}, planned "
+                    f"{term['planned']:,.2f} ({term['deviation']:+.1%}; the plan holds within 10%)",
+                )
         check = start.get("metrics")
         if check and not check.get("ok"):
             if check.get("missing"):
@@ -147,6 +156,20 @@ def text(result: Mapping[str, Any]) -> str:
         )
         if parser:
             lines.append("    cold-start parser: " + ", ".join(f"{k} {_seconds(v)}" for k, v in parser.items()))
+        full = start.get("phases_full_size") or {}
+        if full:
+            lines.append("    full size, by phase: " + ", ".join(f"{k} {_seconds(v)}" for k, v in (full.get("phases") or {}).items()))
+            if full.get("warmupShapes"):
+                lines.append(f"    kernel warm-up: {full['warmupShapes']:,} shapes")
+        for engine, memory in (start.get("memory") or {}).items():
+            printed = ", ".join(f"{term} {value:,.2f}" for term, value in memory.items() if value is not None)
+            lines.append(f"    memory of {engine or 'the engine'}: {printed}")
+        plan = start.get("memory_plan") or {}
+        if plan.get("none"):
+            lines.append(f"    memory: {plan['none']}")
+        elif plan:
+            held = [check for check in start.get("memory_checks") or [] if check["ok"]]
+            lines.append(f"    memory plan: {len(held)} of {len(start.get('memory_checks') or [])} printed terms within 10%")
         jit = (start.get("scan") or {}).get("markers", {}).get("kernel JIT at inference") or []
         if jit:
             lines.append(f"    kernels compiled at inference: {len(jit)} ({', '.join(jit[:6])}{', ...' if len(jit) > 6 else ''})")

@@ -21,8 +21,18 @@ from typing import Any
 import yaml
 
 from facts.vllm import facts, supported_releases, tagged_release
-from preflight import bench, caches, drain, logscan, metrics, miniature, report
-from preflight.adapt import EngineRun, Machine, RefusedError, adapt, container_command, without_flags
+from preflight import bench, caches, drain, full_size, logscan, metrics, miniature, report
+from preflight.adapt import (
+    EngineRun,
+    Machine,
+    RefusedError,
+    ShapeError,
+    adapt,
+    check_node_shape,
+    container_command,
+    parallel_shape,
+    without_flags,
+)
 from preflight.engine import Engine
 from preflight.probes import completion, http
 from preflight.rendered import EngineSpec, flag_names, queries, read_engine, read_prepared, vllm_reads
@@ -34,6 +44,7 @@ PROBE = (
     "n = torch.cuda.device_count()\n"
     "print(json.dumps({'gpus': n, 'capability': list(torch.cuda.get_device_capability(0)) if n else None,\n"
     " 'name': torch.cuda.get_device_name(0) if n else '', 'cuda': torch.version.cuda,\n"
+    " 'memory': torch.cuda.get_device_properties(0).total_memory if n else None,\n"
     " 'modules': [m for m in ('cutlass', 'flashinfer_cubin', 'flashinfer_jit_cache') if importlib.util.find_spec(m)]}))\n"
 )
 COMPARISONS = ("no-mtp", "defaults")
@@ -56,6 +67,8 @@ class Options:
     observe_after_grace: float = 30.0
     bench_timeout: float = 600.0
     port: int | None = None  # None: the stack's, or a free one when that is taken
+    # "miniature", or "full": the stack's model at its real size with dummy weights (miniature.SIZES).
+    size: str = "miniature"
     # With several models: the replica set (Deployment) of the model this run checks.
     deployment: str | None = None
 
@@ -119,6 +132,7 @@ def probe_machine(argv: list[str]) -> Machine:
         cuda_runtime_major=int(cuda.split(".")[0]) if cuda else None,
         modules=frozenset(found["modules"]),
         gpu_name=str(found["name"]),
+        hbm_bytes=int(found["memory"]) if found.get("memory") else None,
     )
 
 
@@ -144,6 +158,8 @@ class Preflight:
     def read(self) -> None:
         o = self.o
         self.spec = read_engine(o.rendered, o.deployment)
+        # Before anything is probed or built: a shape that does not fill its node never starts.
+        check_node_shape(self.spec)
         outputs_path = o.rendered / "outputs.yaml"
         self.outputs: dict[str, Any] = yaml.safe_load(outputs_path.read_text(encoding="utf-8")) if outputs_path.exists() else {}
         self.prepared = read_prepared(o.rendered)
@@ -207,15 +223,21 @@ class Preflight:
         }
         model = model_of(self.outputs, self.spec, self.prepared)
         source = miniature.find_source(model, os.environ)
+        self.model_id, self.model_config = model, source.config
         self.shape = miniature.shape(source.config)
-        self.model_dir = self.work / "model"
-        self.progress(f"miniature of {model} from the {source.provenance}")
-        made = self.make_miniature(model)
+        self.model_dir = self.work / ("model-full" if self.full else "model")
+        tensor_parallel = parallel_shape(self.spec.flags).tensor
+        self.progress(f"{'full-size model' if self.full else 'miniature'} of {model} from the {source.provenance}")
+        made = self.make_miniature(model, tensor_parallel)
         self.result["model"] = {
             "id": model,
+            "size": self.o.size,
+            "kind": miniature.architecture_kind(source.config),
             "source": source.provenance,
             "miniature": made,
-            "config": miniature.miniature_config(source.config),
+            "config": miniature.full_size_config(source.config)
+            if self.full
+            else miniature.miniature_config(source.config, tensor_parallel=tensor_parallel),
         }
         self.volume_dirs = {
             mount.path: str(self.work / "volumes" / mount.volume)
@@ -240,14 +262,20 @@ class Preflight:
             takes_gdn_flag=self.facts.takes("--gdn-prefill-backend"),
             model=self.shape,
             isolated=isolated,
+            full_size=self.full,
         )
         self.result["adaptations"] = [a.as_dict() for a in self.run.adaptations]
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def make_miniature(self, model: str) -> dict[str, Any]:
+    @property
+    def full(self) -> bool:
+        return self.o.size == "full"
+
+    def make_miniature(self, model: str, tensor_parallel: int) -> dict[str, Any]:
         self.model_dir.mkdir(parents=True, exist_ok=True)
+        shape = ["--size", self.o.size, "--tensor-parallel", str(tensor_parallel)]
         if self.mode == "local":
-            argv = [sys.executable, "-m", "preflight.miniature", str(self.model_dir), "--model", model]
+            argv = [sys.executable, "-m", "preflight.miniature", str(self.model_dir), "--model", model, *shape]
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
         else:
             argv = [
@@ -266,6 +294,7 @@ class Preflight:
                 "/out",
                 "--model",
                 model,
+                *shape,
             ]
             env = dict(os.environ)
         done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=1200)
@@ -332,9 +361,38 @@ class Preflight:
             lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
             record["scan"] = logscan.scan(lines).as_dict()
             record["project_parser"] = logscan.parse_with_project(lines, engine.started_at)
+            if self.full:
+                record.update(self.full_size_figures(lines, run))
             after = {name: caches.inventory(root) for name, root in self.roots.items()}
             record["caches"] = {name: {"before": before[name], "written": caches.written(before[name], after[name])} for name in self.roots}
         return record
+
+    def full_size_figures(self, lines: list[str], run: EngineRun) -> dict[str, Any]:
+        """Each engine's memory lines held to the memory plan of the command line it ran on this GPU, and the start by phase."""
+        memory = full_size.read_memory(lines)
+        figures: dict[str, Any] = {
+            "memory": {engine: figures.as_dict() for engine, figures in memory.items()},
+            "phases_full_size": full_size.start_phases(lines).as_dict(),
+        }
+        m = self.machine
+        try:
+            if m.hbm_bytes is None or m.capability is None:
+                raise full_size.NoPlanError("the GPU's memory was not read")
+            plan = full_size.plan_for(
+                self.model_config,
+                self.model_id,
+                run.flags,
+                {**self.spec.env, **run.env},
+                hbm_bytes=m.hbm_bytes,
+                release=self.facts.release,
+                capability=m.capability,
+            )
+        except full_size.NoPlanError as no_plan:
+            figures["memory_plan"] = {"none": f"not held to a plan: {no_plan}"}
+            return figures
+        figures["memory_plan"] = plan
+        figures["memory_checks"] = [check.as_dict() for check in full_size.against_plan(memory, plan)]
+        return figures
 
     def first_requests(self, record: dict[str, Any]) -> dict[str, Any]:
         served = self.spec.served_name
@@ -453,7 +511,8 @@ class Preflight:
             run = replace(self.run, flags=without_flags(self.run.flags, ("--speculative-config",)))
             what = "the stack's flags without --speculative-config"
         elif name == "defaults":
-            bare = replace(self.spec, flags=(f"--served-model-name={self.spec.served_name}", f"--port={self.spec.port}"))
+            # vLLM's defaults are one engine of one GPU, whatever the node holds.
+            bare = replace(self.spec, flags=(f"--served-model-name={self.spec.served_name}", f"--port={self.spec.port}"), gpus=1)
             forced = adapt(
                 bare,
                 self.machine,
@@ -463,6 +522,7 @@ class Preflight:
                 takes_gdn_flag=self.facts.takes("--gdn-prefill-backend"),
                 model=self.shape,
                 isolated={"HOME": str(self.roots["home"]), "TMPDIR": str(self.roots["tmp"])} if self.mode == "local" else {},
+                full_size=self.full,
             )
             run = forced
             what = "vLLM's defaults: the served name, the port and what this machine forces"
@@ -477,6 +537,9 @@ def execute(options: Options, progress: Callable[[str], None] | None = None) -> 
     runner = Preflight(options, progress or Progress())
     try:
         result = runner.execute()
+    except ShapeError as shape:
+        result = runner.result
+        result["shape"] = {"setting": shape.setting, "error": str(shape)}
     except RefusedError as refused:
         result = runner.result
         result["refused"] = str(refused)

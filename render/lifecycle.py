@@ -218,9 +218,13 @@ def lifecycle_text(render: Render) -> str:
     lines.append(f"{destroy(render).summary()}")
     idle = (redact(render.outputs).get("estimates") or {}).get("whenIdle")
     if isinstance(idle, dict):
-        keeps = ", ".join(f"{item} ${cost:.4f}" for item, cost in idle["keeps"].items())
-        lines.append(f"after a scale to zero: ${idle['costPerHour']:.2f}/h keeps billing ({keeps})")
+        keeps = ", ".join(f"{item} {_dollars(cost, 4)}" for item, cost in idle["keeps"].items())
+        lines.append(f"after a scale to zero: {_dollars(idle['costPerHour'], 2)}/h keeps billing ({keeps})")
     return "\n".join(lines) + "\n"
+
+
+def _dollars(value: float | None, digits: int) -> str:
+    return "an unknown amount" if value is None else f"${value:,.{digits}f}"
 
 
 class LifecycleError(ValueError):

@@ -57,6 +57,10 @@ class ReservationSettings(Section):
     """Name of a specific reservation of a4-highgpu-8g nodes (created with specific_reservation_required)."""
     project: str | None = None
     """Owner project, when the reservation is shared from another project."""
+    nodes: int | None = Field(default=None, ge=1, le=1000)
+    """A4 nodes the named reservation holds, as you know them: the render cannot read an existing reservation's size.
+    The estimates bill them whether or not replicas run, and a rollout surges only when one is spare. Unset: assumed to hold
+    the stack's most replicas (a warning says so). A created reservation's size is `create.nodes`."""
     create: FutureReservationSettings | None = None
     """Create a calendar-mode future reservation (left in place by destroy, never updated). Unset: consume an existing one."""
 
@@ -76,7 +80,16 @@ class ReservationSettings(Section):
             raise ConfigProblem(
                 ("create", "name"), self.create.name, f"must equal reservation.name ({self.name}), the reservation the pods consume"
             )
+        if self.create is not None and self.nodes is not None and self.nodes != self.create.nodes:
+            raise ConfigProblem(
+                ("nodes",), self.nodes, f"differs from create.nodes ({self.create.nodes}), the size of the reservation created; drop one"
+            )
         return self
+
+    @property
+    def size(self) -> int | None:
+        """The reservation's nodes where known: the created one's, or those the stack states; None for a named one left unstated."""
+        return self.create.nodes if self.create is not None else self.nodes
 
 
 class FlexStartSettings(Section):

@@ -171,9 +171,20 @@ class StackSettings(Section):
     def warnings(self, namespace: str) -> list[str]:
         """What deserves a word before `pulumi up` but may be right: refused only by the cloud, if at all."""
         if self._each:
-            # Each model's own; the shared ones (the zone) once.
+            # Each model's own; the shared ones (the zone, the reservation) once.
             return list(dict.fromkeys(warning for one in self._each for warning in one.warnings(namespace)))
-        found = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, self.model.facts)
+        found: list[str] = memory.warnings(namespace, self.serving, self.workload, self.autoscaling, self.model.facts)
+        reservation = self.capacity.reservation
+        if reservation is not None and "reservation" in self.capacity.steps and reservation.size is None:
+            found.append(
+                f"{namespace}:capacity.reservation.nodes is not set: the render cannot see the size of reservation "
+                f"{reservation.name}, billed whether or not replicas run; "
+                + (
+                    f"the estimates assume it holds the stack's {self.max_replicas} replicas"
+                    if self.capacity.mode == "reservation"
+                    else "the estimates leave it out"
+                )
+            )
         known = a4_zones()
         if self.zone in known.zones:
             return found
@@ -352,18 +363,19 @@ class StackSettings(Section):
         self._capacity_holds_every_model(each)
 
     def _capacity_holds_every_model(self, each: tuple[StackSettings, ...]) -> None:
-        """A created reservation is the only capacity of mode reservation: it must hold every model's replicas at once."""
+        """A reservation of known size is the only capacity of mode reservation: it must hold every model's replicas at once
+        (each model alone was checked against it as a one-model stack)."""
         reservation = self.capacity.reservation
-        if self.capacity.mode != "reservation" or reservation is None or reservation.create is None:
+        if self.capacity.mode != "reservation" or reservation is None or reservation.size is None:
             return
         needs = [one.max_replicas + (one.surge_replicas if one.max_replicas else 0) for one in each]
-        if reservation.create.nodes < sum(needs):
+        if reservation.size < sum(needs):
             shown = ", ".join(f"models[{index}] {need}" for index, need in enumerate(needs))
             raise ConfigProblem(
-                ("capacity", "reservation", "create", "nodes"),
-                reservation.create.nodes,
-                f"cannot hold every model's replicas at once ({shown}, each with its rollout's surge replica); "
-                f"reserve at least {sum(needs)} nodes",
+                ("capacity", "reservation", *(("create", "nodes") if reservation.create is not None else ("nodes",))),
+                reservation.size,
+                f"cannot hold every model's replicas at once ({shown}: nodes, or autoscaling.maxReplicas, and a rollout's "
+                f"surge replica); reserve at least {sum(needs)} nodes",
             )
 
     def _drain_fits_spot(self) -> None:
@@ -387,17 +399,33 @@ class StackSettings(Section):
         )
 
     def _capacity_holds_the_replicas(self) -> None:
-        """A created calendar reservation is the only capacity of mode reservation: replicas beyond it never schedule."""
+        """Mode reservation runs only on its reservation: replicas beyond it never schedule, and a rollout's surge replica
+        without a spare node hangs the rollout (maxUnavailable 0 waits for it). The render cannot read a named reservation's
+        size, so a stack that would surge on one must state it, or say how to roll out."""
         reservation = self.capacity.reservation
-        if self.capacity.mode != "reservation" or reservation is None or reservation.create is None:
+        if self.capacity.mode != "reservation" or reservation is None:
             return
-        needed = self.max_replicas + (self.surge_replicas if self.max_replicas else 0)
-        if reservation.create.nodes < needed:
-            surge = " plus the surge replica a rollout starts before stopping the lone one" if self.surge_replicas else ""
+        surge = self.surge_replicas if self.max_replicas else 0
+        if reservation.size is None:
+            if surge and "keep_serving" not in self.rollout.model_fields_set:
+                raise ConfigProblem(
+                    ("capacity", "reservation", "nodes"),
+                    None,
+                    f"is not set, and the render cannot see the size of reservation {reservation.name}: a rollout of this stack's "
+                    f"lone replica (nodes, or autoscaling.minReplicas) starts a surge replica first, which never schedules unless "
+                    f"the reservation has a node beyond the {self.max_replicas} the stack may run; state nodes (at least "
+                    f"{self.max_replicas + surge} for the surge), or set rollout.keepServing (false: the lone replica stops before "
+                    "its replacement starts; true: you know a node is spare)",
+                )
+            return
+        needed = self.max_replicas + surge
+        if reservation.size < needed:
+            created = reservation.create is not None
+            surged = " plus the surge replica a rollout starts before stopping the lone one" if surge else ""
             raise ConfigProblem(
-                ("capacity", "reservation", "create", "nodes"),
-                reservation.create.nodes,
-                f"cannot hold the replicas: the stack may run {self.max_replicas} (nodes, or autoscaling.maxReplicas){surge}, "
+                ("capacity", "reservation", *(("create", "nodes") if created else ("nodes",))),
+                reservation.size,
+                f"cannot hold the replicas: the stack may run {self.max_replicas} (nodes, or autoscaling.maxReplicas){surged}, "
                 f"so reserve at least {needed} nodes",
             )
 

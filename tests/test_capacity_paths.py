@@ -24,8 +24,9 @@ CREATE = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTim
 
 DOCUMENTED_CAPACITY: dict[str, dict[str, Any]] = {
     "spot": {"mode": "spot"},
-    "reservation-by-name": {"mode": "reservation", "reservation": RESERVATION},
-    "shared-reservation": {"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity"}},
+    # Its size as the user states it: room for every stack's replicas and a rollout's surge one.
+    "reservation-by-name": {"mode": "reservation", "reservation": {**RESERVATION, "nodes": 16}},
+    "shared-reservation": {"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity", "nodes": 16}},
     "created-future-reservation": {"mode": "reservation", "reservation": {**RESERVATION, "create": CREATE}},
     "flex-start": {"mode": "flex-start", "flexStart": {"maxRunHours": 24}, "pricePerNodeHour": 60.0},
     "fallback": {"mode": "fallback", "reservation": RESERVATION},

@@ -93,12 +93,17 @@ WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z"
 ROUTINE: list[tuple[str, str, dict[str, Any], bool]] = [
     # (name, stack, change, whether it may roll the GPU replicas)
     ("labels", "prod", {"labels": {"env": "prod", "team": "research"}}, False),
-    ("prices", "prod", {"capacity": {"mode": "reservation", "reservation": {"name": "a4-llm-serving"}, "pricePerNodeHour": 70.0}}, False),
+    (
+        "prices",
+        "prod",
+        {"capacity": {"mode": "reservation", "reservation": {"name": "a4-llm-serving", "nodes": 12}, "pricePerNodeHour": 70.0}},
+        False,
+    ),
     ("benchmark settings", "dev", {"benchmark": {"enabled": True, "clientsPerNode": 3}}, False),
     ("node count", "prod", {"nodes": 8}, False),
     ("scale to zero", "prod", {"nodes": 0}, False),
     ("routing", "dev", {"routing": "gateway"}, False),
-    ("autoscaling", "prod", {"autoscaling": {"enabled": True}}, False),
+    ("autoscaling", "prod", {"autoscaling": {"enabled": True, "minReplicas": 2}}, False),
     (
         "maintenance",
         "prod",

@@ -182,7 +182,7 @@ def test_the_estimates_count_every_disk_and_snapshot_the_stack_keeps() -> None:
 
     items = dict(idle_bill(plan_stack(settings(nodes=0), "test").costing))
     assert set(items) >= {"cluster fee", "model cache disk (Hyperdisk ML, read-only)", "model cache snapshot"}
-    assert all(cost > 0 for cost in items.values())
+    assert all(cost is not None and cost > 0 for cost in items.values())
 
 
 @pytest.mark.parametrize("stack_name", STACKS)

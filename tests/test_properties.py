@@ -29,7 +29,8 @@ LABEL_KEYS = st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True).f
 LABEL_VALUES = st.from_regex(r"([a-z0-9]([a-z0-9_-]{0,9}[a-z0-9])?)?", fullmatch=True)
 CAPACITY_MODES = ("spot", "reservation", "flex-start", "fallback")
 RESERVATION = {"name": "a4-llm-serving"}
-# A calendar-mode future reservation the stack creates, with a node for every replica a config may ask for.
+# A reservation by name of a stated size, and a calendar-mode one the stack creates: a node for every replica a config may
+# ask for, and a rollout's surge one.
 CALENDAR = {"name": "a4-llm-serving", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z", "nodes": 80}
 
 
@@ -48,7 +49,8 @@ def capacities(draw: st.DrawFn) -> dict[str, Any]:
     if mode == "fallback":
         capacity["fallback"] = draw(st.lists(st.sampled_from(["reservation", "spot", "flex-start"]), min_size=1, max_size=3, unique=True))
     if mode == "reservation" or "reservation" in capacity.get("fallback", []):
-        capacity["reservation"] = {**RESERVATION, **draw(st.sampled_from([{}, {"project": "shared-capacity"}, {"create": CALENDAR}]))}
+        named = [{"nodes": 80}, {"project": "shared-capacity", "nodes": 80}]
+        capacity["reservation"] = {**RESERVATION, **draw(st.sampled_from([*named, {"create": CALENDAR}]))}
     return capacity
 
 

@@ -49,6 +49,7 @@ def test_at_zero_nodes_the_cache_cluster_and_network_are_those_of_twelve_nodes()
 def test_the_idle_render_shows_the_idle_cost_per_hour() -> None:
     estimates = reveal(render_with("prod", nodes=0).outputs)["estimates"]
     assert estimates["tokensPerSecond"] == 0
-    # Cluster fee and the Hyperdisk ML cache (100 GiB, 2,400 MiB/s) only: no GPU node is billed.
-    assert estimates["costPerHour"] == pytest.approx(0.10 + (100 * 0.08 + 2400 * 0.12) / 730, abs=0.01)
+    # The 12 reserved nodes bill whether or not replicas run; no other GPU node does. Then the cluster fee
+    # and the Hyperdisk ML cache (100 GiB, 2,400 MiB/s).
+    assert estimates["costPerHour"] == pytest.approx(12 * 88.93 + 0.10 + (100 * 0.08 + 2400 * 0.12) / 730, abs=0.01)
     assert "scaled to zero" in estimates["basis"]

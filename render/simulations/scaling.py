@@ -40,7 +40,7 @@ from croniter import croniter
 
 from facts.naming import REPLICAS
 from facts.vllm import REQUESTS_RUNNING, REQUESTS_WAITING
-from render.engine import Render
+from render.engine import Render, redact
 from render.promql import metric_names
 from workloads.batch import layout
 
@@ -348,8 +348,10 @@ def simulate(scaled_object: Mapping[str, Any], serving: Serving, trace: Trace) -
             aborted = sum(share * unfinished for pod in removed if pod.ready_at <= second)
         desired = target
         if remaining is not None:
-            # Closed loop: what ran for one step is done; aborted requests are sent again.
-            remaining = max(0.0, remaining - running * HPA_SYNC_SECONDS / serving.request_seconds)
+            # Closed loop: what ran for one step is done; aborted requests are sent again. The runner keeps every
+            # Ready replica at its pace to the last line: the last ones sent finish within one request's time.
+            pace = ready * serving.requests_per_replica if trace.runner else running
+            remaining = max(0.0, remaining - pace * HPA_SYNC_SECONDS / serving.request_seconds)
         steps.append(Step(second, desired, ready, round(outstanding if ready else 0), round(aborted)))
     return steps
 
@@ -463,17 +465,45 @@ def _table(steps: list[Step]) -> list[str]:
     return lines
 
 
+def estimated_serving(render: Render) -> tuple[Serving, str]:
+    """Replicas at the stack's own estimates (estimates.batchPlan): the pace of one Ready replica and the wake.
+
+    The figures the render prints beside the trace, so the two cannot disagree; the reference's where the
+    stack has no batch plan, or its wake no figure (flex-start's queue).
+    """
+    plan: dict[str, Any] = (redact(render.outputs).get("estimates") or {}).get("batchPlan") or {}
+    drain = _drain_seconds(render)
+    wake_minutes = (plan.get("minutes") or {}).get("wake")
+    cold_start = round(wake_minutes * 60) if wake_minutes is not None else REFERENCE_COLD_START_SECONDS
+    completions = plan["tokensPerSecondPerReplica"] / plan["tokensPerRequest"] if plan else REFERENCE_COMPLETIONS_PER_SECOND
+    if not plan:
+        figures = f"the reference's {cold_start // 60}-minute cold start and {completions:g} completions/s per Ready replica"
+    elif wake_minutes is None:
+        figures = (
+            f"the stack's estimates: {completions:,.1f} completions/s per Ready replica, "
+            f"no figure for the wake so the reference's {cold_start // 60} minutes"
+        )
+    else:
+        figures = f"the stack's estimates: {wake_minutes:g}-minute wake, {completions:,.1f} completions/s per Ready replica"
+    serving = Serving(
+        cold_start_seconds=cold_start,
+        requests_per_replica=REFERENCE_REQUESTS_PER_NODE,
+        request_seconds=REFERENCE_REQUESTS_PER_NODE / completions,
+        drain_seconds=drain,
+    )
+    return serving, figures
+
+
 def scaling_timeline(render: Render) -> str:
     """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it."""
     scaled_object = replicas_scaled_object(render)
     if scaled_object is None:
         return ""
-    serving = reference_serving(_drain_seconds(render))
+    serving, figures = estimated_serving(render)
     trace = standard_batch(int(scaled_object["spec"].get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
     lines = [
         f"scaling: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
-        f"  (a model of KEDA v2.20.2 and the HPA; {REFERENCE_COLD_START_SECONDS // 60}-minute cold start,"
-        f" {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
+        f"  (a model of KEDA v2.20.2 and the HPA; {figures}, {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
         *_table(simulate(scaled_object, serving, trace)),
     ]
     if any(trigger["type"] == BATCH_INPUT_TRIGGER for trigger in scaled_object["spec"]["triggers"]):

@@ -23,8 +23,12 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NIGHTLY = {"start": "0 22 * * 1-5", "end": "0 6 * * 2-6", "replicas": 12}
 
 
+# Prod's 12 reserved nodes leave none spare for a rollout's surge replica: it replaces the fewest replicas in place.
+IN_PLACE = {"keepServing": False}
+
+
 def autoscaled(stack: str = "prod", **scaling: Any) -> Render:
-    return render_with(stack, autoscaling={"enabled": True, **scaling})
+    return render_with(stack, autoscaling={"enabled": True, **scaling}, rollout=IN_PLACE)
 
 
 def scaled_object(render: Render) -> dict[str, Any]:
@@ -55,7 +59,7 @@ def test_the_target_per_replica_defaults_to_the_reference_concurrency_per_node()
 
 
 def test_fresh_replicas_get_their_cold_start_and_idle_minutes_and_scale_down_waits_as_long() -> None:
-    render = render_with("prod", autoscaling={"enabled": True, "idleMinutes": 20}, serving={"coldStartMinutes": 30})
+    render = render_with("prod", autoscaling={"enabled": True, "idleMinutes": 20}, serving={"coldStartMinutes": 30}, rollout=IN_PLACE)
     spec = scaled_object(render)
     assert spec["initialCooldownPeriod"] == (30 + 20) * 60
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]

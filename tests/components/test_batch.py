@@ -40,8 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 IDLE_MINUTES = 15
 
 
+# Prod's 12 reserved nodes leave none spare for a rollout's surge replica: it replaces the fewest replicas in place.
+IN_PLACE = {"keepServing": False}
+
+
 def batch_render(stack: str = "prod", **changes: Any) -> Render:
-    return render_with(stack, **{"autoscaling": {"enabled": True, "idleMinutes": IDLE_MINUTES}, "batch": {"enabled": True}, **changes})
+    settings = {"autoscaling": {"enabled": True, "idleMinutes": IDLE_MINUTES}, "batch": {"enabled": True}, "rollout": IN_PLACE}
+    return render_with(stack, **{**settings, **changes})
 
 
 @cache
@@ -72,7 +77,7 @@ def test_batches_need_autoscaling_and_the_error_names_the_key_and_the_fix() -> N
 
 
 def test_without_batches_there_is_no_bucket_runner_or_wake_trigger() -> None:
-    render = render_with("prod", autoscaling={"enabled": True})
+    render = render_with("prod", autoscaling={"enabled": True}, rollout=IN_PLACE)
     # The compile cache's bucket is the only one (components/compile_cache.py).
     assert [r.name for r in render.by_type(BUCKET)] == ["compile-cache"] and "batchBucket" not in render.outputs
     assert [r.inputs["metadata"]["name"] for r in render.by_type(SCALED_OBJECT)] == ["vllm"]
@@ -205,6 +210,15 @@ def test_the_runners_environment_is_the_contract_of_batch_layout() -> None:
     assert layout.ENV_API_KEY not in env
 
 
+def test_the_runner_reports_prods_reservation_apart_from_what_a_batch_adds() -> None:
+    values = values_of(runner_container(with_batch()))
+    # Prod's 12 reserved nodes at $88.93 hold every replica: a batch's replica-hours add nothing to the bill.
+    assert float(values[layout.ENV_COMMITTED_USD_PER_HOUR]) == pytest.approx(12 * 88.93)
+    assert values[layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA] == "true"
+    spot = {e["name"] for e in runner_container(batch_render("dev"))["env"]}
+    assert layout.ENV_COMMITTED_USD_PER_HOUR not in spot and layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA not in spot
+
+
 def test_the_runner_is_given_the_stacks_expected_cold_start_to_report_a_wake_against() -> None:
     render = with_batch()
     values = {e["name"]: e.get("value") for e in runner_container(render)["env"]}
@@ -308,7 +322,7 @@ def test_a_batch_submitted_at_zero_is_served_within_a_cold_start_and_the_stack_r
 
 def test_the_render_prints_the_wake_trace_only_for_a_stack_that_runs_batches() -> None:
     assert "batch wake:" in scaling_timeline(with_batch())
-    assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
+    assert "batch wake:" not in scaling_timeline(render_with("prod", autoscaling={"enabled": True}, rollout=IN_PLACE))
 
 
 def test_the_runner_posts_where_the_replicas_serve_from_the_url_its_pod_gets() -> None:

@@ -34,11 +34,11 @@ def gpu_pod(render_stack: str = "dev", **changes: Any) -> dict[str, Any]:
             {"cloud.google.com/gke-flex-start": "true", "cloud.google.com/gke-max-run-duration-seconds": "86400"},
         ),
         (
-            {"mode": "reservation", "reservation": RESERVATION},
+            {"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}},
             {"cloud.google.com/reservation-name": "a4-llm-serving", "cloud.google.com/reservation-affinity": "specific"},
         ),
         (
-            {"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity"}},
+            {"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity", "nodes": 2}},
             {"cloud.google.com/reservation-project": "shared-capacity"},
         ),
     ],
@@ -57,7 +57,7 @@ def test_gpu_pods_ask_for_eight_b200_on_the_selected_capacity_in_the_pinned_zone
 
 
 def test_only_spot_pods_carry_the_spot_selector() -> None:
-    for capacity in ({"mode": "flex-start"}, {"mode": "reservation", "reservation": RESERVATION}):
+    for capacity in ({"mode": "flex-start"}, {"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}}):
         assert "cloud.google.com/gke-spot" not in scheduling(settings(capacity)).node_selector
 
 
@@ -114,6 +114,9 @@ def test_a_future_reservation_is_created_only_when_asked_and_then_left_alone() -
 
 def test_prices_default_to_the_reference_list_prices_and_can_be_overridden() -> None:
     assert plan_stack(settings({"mode": "spot"}), "test").costing.price_per_node_hour == 32.61
-    assert plan_stack(settings({"mode": "reservation", "reservation": RESERVATION}), "test").costing.price_per_node_hour == 88.93
+    assert (
+        plan_stack(settings({"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}}), "test").costing.price_per_node_hour
+        == 88.93
+    )
     assert plan_stack(settings({"mode": "flex-start"}), "test").costing.price_per_node_hour is None
     assert plan_stack(settings({"mode": "flex-start", "pricePerNodeHour": 50}), "test").costing.price_per_node_hour == 50

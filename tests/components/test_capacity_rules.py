@@ -62,7 +62,7 @@ def test_a_shared_reservation_names_its_project() -> None:
 
 def test_no_calendar_request_unless_the_stack_creates_one() -> None:
     assert future_reservation_args(spec({"mode": "spot"})) is None
-    assert future_reservation_args(spec({"mode": "reservation", "reservation": RESERVATION})) is None
+    assert future_reservation_args(spec({"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}})) is None
 
 
 def plain(value: Any) -> Any:
@@ -162,7 +162,9 @@ def test_the_fallback_class_is_registered_on_the_clusters_provider() -> None:
     assert not [r for r in resources if r.type.endswith("FutureReservation")]
 
 
-@pytest.mark.parametrize("capacity", [{"mode": "spot"}, {"mode": "flex-start"}, {"mode": "reservation", "reservation": RESERVATION}])
+@pytest.mark.parametrize(
+    "capacity", [{"mode": "spot"}, {"mode": "flex-start"}, {"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}}]
+)
 def test_other_modes_register_nothing_but_the_component(capacity: dict[str, Any]) -> None:
     types = sorted(r.type for r in registered(capacity))
     assert types == ["gcp:projects/service:Service", "llm:capacity:Capacity", "pulumi:providers:kubernetes"]

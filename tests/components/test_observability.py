@@ -101,7 +101,7 @@ def test_a_stack_scaled_to_zero_registers_no_alert_and_keeps_its_dashboard() -> 
 def test_alert_queries_read_only_series_a_serving_stack_has() -> None:
     # Autoscaled to zero the policies stay; then no vLLM series exists and desired replicas are 0,
     # so each condition compares nothing, or 0 < 0: none can fire.
-    for policy in render_with("prod", autoscaling={"enabled": True}).by_type(ALERT):
+    for policy in render_with("prod", autoscaling={"enabled": True}, rollout={"keepServing": False}).by_type(ALERT):
         query = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
         names = metric_names(query)
         assert names and all(n.startswith(("vllm:", "kube_deployment_")) for n in names), query
@@ -183,7 +183,7 @@ def test_a_misspelt_metric_on_the_right_hand_side_is_caught() -> None:
 
 
 def test_a_stalled_batch_and_a_failing_trigger_each_have_an_alert_quiet_otherwise() -> None:
-    render = render_with("prod", autoscaling={"enabled": True}, batch={"enabled": True})
+    render = render_with("prod", autoscaling={"enabled": True}, batch={"enabled": True}, rollout={"keepServing": False})
     policies = {
         policy.name: policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"] for policy in render.by_type(ALERT)
     }

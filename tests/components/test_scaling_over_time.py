@@ -40,7 +40,9 @@ NEED = math.ceil(BATCH_CLIENTS / REFERENCE_REQUESTS_PER_NODE)
 def scaled_object(with_window: bool = False) -> dict[str, Any]:
     """The prod stack's ScaledObject, autoscaled up to its 12 nodes."""
     windows = [WINDOW] if with_window else []
-    render = render_with("prod", autoscaling={"enabled": True, "idleMinutes": IDLE_MINUTES, "batchWindows": windows})
+    render = render_with(
+        "prod", autoscaling={"enabled": True, "idleMinutes": IDLE_MINUTES, "batchWindows": windows}, rollout={"keepServing": False}
+    )
     found: dict[str, Any] = render.one("kubernetes:keda.sh/v1alpha1:ScaledObject").inputs
     return found
 
@@ -101,7 +103,7 @@ def test_the_tail_of_a_batch_lets_replicas_go_without_adding_any_back() -> None:
 
 
 def test_the_render_prints_the_replicas_over_the_standard_batch_only_when_the_stack_autoscales() -> None:
-    timeline = scaling_timeline(render_with("prod", autoscaling={"enabled": True}))
+    timeline = scaling_timeline(render_with("prod", autoscaling={"enabled": True}, rollout={"keepServing": False}))
     rows = [line.split() for line in timeline.splitlines() if re.match(r"\s+\d+:\d\d ", line)]
     desired = [int(row[1]) for row in rows]
     assert desired[0] == NODES and desired[-1] == 0 and rows[0][0] == "0:00"

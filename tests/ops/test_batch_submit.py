@@ -8,6 +8,7 @@ from typing import Any
 import google.cloud.storage as storage
 import pytest
 import requests
+import yaml
 
 from ops.batch_submit import main, submit
 
@@ -92,3 +93,34 @@ def test_the_command_says_what_it_does_and_what_each_option_is(capsys: pytest.Ca
     assert "file Upload an OpenAI Batch API file to the stack's bucket. positional arguments:" in shown
     assert "--bucket BUCKET the stack's batch bucket (pulumi stack output batchBucket)" in shown
     assert "--name NAME object name under input/ (default: the file's name)" in shown
+
+
+# --- --plan: what the file would take and cost, from the stack's own estimates; nothing uploaded.
+
+
+def test_a_plan_needs_no_credentials_and_uploads_nothing(
+    batch_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_client(*args: Any, **kwargs: Any) -> storage.Client:
+        raise AssertionError("a plan must not reach Cloud Storage")
+
+    monkeypatch.setattr(storage, "Client", no_client)
+    main(["--plan", str(batch_file), "--stack", "batch"])
+    out = capsys.readouterr().out
+    assert out.startswith("batch plan: 1,000 lines of nightly.jsonl on stack batch")
+    plan = yaml.safe_load(out.split("\n", 1)[1])
+    assert plan["lines"] == 1000 and plan["replicas"] == 4
+    assert set(plan["minutes"]) == {"wake", "serving", "idleTail", "wakeToZero"}
+    assert plan["costUsd"]["total"] > 0
+
+
+def test_a_plan_counts_the_files_requests_not_its_blank_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gaps.jsonl"
+    path.write_bytes(LINES[: len(LINES) // 1000] * 3 + b"\n  \n")
+    main(["--plan", str(path), "--stack", "batch"])
+    assert yaml.safe_load(capsys.readouterr().out.split("\n", 1)[1])["lines"] == 3
+
+
+def test_a_plan_for_a_stack_that_never_wakes_says_why(batch_file: Path) -> None:
+    with pytest.raises(SystemExit, match=r"llm:autoscaling\.enabled"):
+        main(["--plan", str(batch_file), "--stack", "dev"])

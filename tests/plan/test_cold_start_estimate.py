@@ -42,18 +42,27 @@ def test_a_wake_sums_node_image_weights_and_compile_with_a_cold_or_a_warm_cache(
     assert cold_start.seconds(warm=True) == pytest.approx(base + COMPILE_WARM_SECONDS)
 
 
-def test_the_engines_phases_keep_the_ratios_measured_on_one_gpu() -> None:
+def test_the_cold_compile_is_the_full_size_start_on_its_gpu_not_the_miniatures_scaled() -> None:
+    # Qwen 3.5 27B at full size on H200s (facts/vllm.py): Ready after 830 s, of which 12 s loaded the dummy weights.
+    cold_start = wake(nodes=1)
+    assert cold_start.compile_cold.seconds == 818
+    source = cold_start.compile_cold.source
+    assert source.startswith("H200, measured at full size") and "no B200 run yet" in source
+    for phase in ("torch.compile 100 s", "first profiling run 130 s", "warm-up 205 s over 1,500-2,200 shapes", "CUDA graph capture 138 s"):
+        assert phase in source
+
+
+def test_the_warm_phases_keep_the_miniatures_ratios_to_the_full_size_cold_start_and_say_so() -> None:
     # The preflight of dev on one H100 (tests/real_runs/2026-11-26-h100-dev): 345 s to /health cold, 247 s with only
     # VLLM_CACHE_ROOT kept and its first answer 103 s later, 64 s with every cache kept, and the cold first answer 122 s
-    # after /health.
+    # after /health: a kernel compile, the same kernels at full size, so not scaled.
     cold_start = wake(nodes=1)
-    cold = cold_start.compile_cold.seconds
-    assert cold is not None
-    assert cold_start.compile_warm.seconds == pytest.approx(cold * 64 / 345)
-    assert cold_start.compile_cache_only.seconds == pytest.approx(cold * (247 + 103) / 345)
-    assert cold_start.first_answer_cold.seconds == pytest.approx(cold * 122 / 345)
+    assert cold_start.compile_warm.seconds == pytest.approx(818 * 64 / 345)
+    assert cold_start.compile_cache_only.seconds == pytest.approx(818 * (247 + 103) / 345)
+    assert cold_start.first_answer_cold.seconds == 122
     sources = (cold_start.compile_warm, cold_start.compile_cache_only, cold_start.first_answer_cold)
     assert all("2026-11-26-h100-dev" in figure.source for figure in sources)
+    assert all("no full-size start with warm caches measured yet" in f.source for f in sources[:2])
 
 
 def test_nodes_waking_together_share_the_caches_throughput() -> None:
@@ -65,11 +74,23 @@ def test_nodes_waking_together_share_the_caches_throughput() -> None:
 
 
 def test_a_wake_costs_every_node_for_the_whole_cold_start() -> None:
-    cold_start = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    cold_start = wake(nodes=12, capacity={"mode": "spot", "pricePerNodeHour": 88.93})
     for warm in (False, True):
         seconds = cold_start.seconds(warm=warm)
         assert seconds is not None
         assert cold_start.cost(warm=warm) == pytest.approx(12 * 88.93 * seconds / 3600, abs=0.01)
+
+
+def test_a_wake_on_reserved_nodes_adds_nothing_their_node_time_is_billed_anyway() -> None:
+    cold_start = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4", "nodes": 12}})
+    for warm in (False, True):
+        seconds = cold_start.seconds(warm=warm)
+        assert seconds is not None
+        assert cold_start.cost(warm=warm) == 0
+        assert cold_start.committed_cost(warm=warm) == pytest.approx(12 * 88.93 * seconds / 3600, abs=0.01)
+    # A faster wake saves time there, not money.
+    assert cold_start.sizing is not None and cold_start.sizing.saves_per_wake == 0
+    assert cold_start.sizing.break_even_wakes_per_month() is None
 
 
 def test_an_autoscaled_stack_wakes_to_its_most_replicas() -> None:
@@ -112,7 +133,7 @@ def test_without_the_cache_the_weights_have_no_figure() -> None:
 
 def test_a_cache_too_slow_for_the_wake_shows_the_throughput_that_fits_and_its_trade() -> None:
     assert wake(nodes=1).sizing is None
-    twelve = wake(nodes=12, cache={"pricePerMibpsMonth": 0.1}, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    twelve = wake(nodes=12, cache={"pricePerMibpsMonth": 0.1}, capacity={"mode": "spot", "pricePerNodeHour": 88.93})
     sizing = twelve.sizing
     assert sizing is not None
     assert sizing.throughput_mibps == 12 * 2400
@@ -129,15 +150,15 @@ def test_with_the_compile_cache_off_every_wake_compiles() -> None:
 
 
 def test_the_sized_cache_says_how_many_wakes_a_month_pay_for_its_throughput() -> None:
-    # Prod's wake: 12 reserved nodes at $88.93 reading the 27B's weights; Hyperdisk ML at $0.12 per MiB/s-month.
-    twelve = wake(nodes=12, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    # 12 nodes at $88.93 reading the 27B's weights; Hyperdisk ML at $0.12 per MiB/s-month.
+    twelve = wake(nodes=12, capacity={"mode": "spot", "pricePerNodeHour": 88.93})
     assert twelve.sizing is not None
     extra = (12 * 2400 - 2400) * 0.12
     saved_seconds = WEIGHT_BYTES / (200 * 2**20) - WEIGHT_BYTES / (2400 * 2**20)
     saves = 12 * 88.93 * saved_seconds / 3600
     output = twelve.sizing.as_output()
     assert output["breakEvenWakesPerMonth"] == pytest.approx(extra / saves, rel=0.01)
-    free = wake(nodes=12, cache={"pricePerMibpsMonth": 0}, capacity={"mode": "reservation", "reservation": {"name": "a4"}})
+    free = wake(nodes=12, cache={"pricePerMibpsMonth": 0}, capacity={"mode": "spot", "pricePerNodeHour": 88.93})
     assert free.sizing is not None and free.sizing.as_output()["breakEvenWakesPerMonth"] == 0
     unpriced = wake(nodes=12, capacity={"mode": "flex-start"})
     assert unpriced.sizing is not None and unpriced.sizing.as_output()["breakEvenWakesPerMonth"] is None

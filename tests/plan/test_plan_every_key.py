@@ -47,7 +47,11 @@ FULL: dict[str, Any] = {
         "privateNodes": False,
         "authorizedNetworks": ["203.0.113.0/24"],
     },
-    "capacity": {"mode": "reservation", "reservation": {"name": "a4-held", "project": "shared-capacity"}, "pricePerNodeHour": 50.0},
+    "capacity": {
+        "mode": "reservation",
+        "reservation": {"name": "a4-held", "project": "shared-capacity", "nodes": 7},
+        "pricePerNodeHour": 50.0,
+    },
     "model": {"id": "Qwen/Qwen3.5-27B", "revision": "abc123", "servedName": "chat", "config": OWN_CONFIG},
     "serving": {
         "image": "vllm/vllm-openai:v0.26.0",

@@ -106,10 +106,12 @@ def test_flex_start_pods_ask_for_their_maximum_run_in_seconds() -> None:
 
 
 def test_reservation_pods_name_a_specific_reservation_and_its_project_when_shared() -> None:
-    own = plan(capacity={"mode": "reservation", "reservation": RESERVATION}).replicas.scheduling
+    own = plan(capacity={"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}}).replicas.scheduling
     assert own.node_selector == {**A4, f"{GKE}/reservation-name": "a4-llm-serving", f"{GKE}/reservation-affinity": "specific"}
     assert not own.may_run_on_spot
-    shared = plan(capacity={"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity"}}).replicas.scheduling
+    shared = plan(
+        capacity={"mode": "reservation", "reservation": {**RESERVATION, "project": "shared-capacity", "nodes": 2}}
+    ).replicas.scheduling
     assert shared.node_selector[f"{GKE}/reservation-project"] == "shared-capacity"
 
 
@@ -129,7 +131,7 @@ def test_fallback_pods_pick_only_the_compute_class_and_know_when_spot_is_a_step(
     ("capacity", "drain", "expected"),
     [
         # Off Spot: the configured pause and timeout, plus vLLM 0.26.0's measured teardown (4-7 s) before SIGKILL.
-        ({"mode": "reservation", "reservation": RESERVATION}, {}, (10, 35, 52)),
+        ({"mode": "reservation", "reservation": {**RESERVATION, "nodes": 2}}, {}, (10, 35, 52)),
         ({"mode": "flex-start"}, {"preStopSeconds": 5, "shutdownTimeoutSeconds": 60}, (5, 60, 72)),
         # On Spot, 25 s in all: the shortest pause that covers endpoint removal, 7 s of teardown, the rest for vLLM.
         ({"mode": "spot"}, {}, (5, 13, 25)),

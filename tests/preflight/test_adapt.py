@@ -6,7 +6,17 @@ from dataclasses import replace
 
 import pytest
 
-from preflight.adapt import Machine, ModelShape, RefusedError, adapt, container_command, without_flags
+from preflight.adapt import (
+    Machine,
+    ModelShape,
+    ParallelShape,
+    RefusedError,
+    ShapeError,
+    adapt,
+    container_command,
+    parallel_shape,
+    without_flags,
+)
 from preflight.rendered import EngineSpec, read_engine
 from tests.preflight.runs import DEV, report
 
@@ -68,11 +78,53 @@ def test_data_parallelism_follows_the_gpus_present(gpus: int, engines: int) -> N
     assert sum(f.startswith("--data-parallel-size") for f in flags) == 1
 
 
-def test_an_engine_of_two_gpus_counts_both_when_it_fits_engines() -> None:
-    tensor = spec(flags=(*spec().flags, "--tensor-parallel-size=2"))
-    assert "--data-parallel-size=2" in run(tensor, machine=replace(H100, gpus=4))
-    with pytest.raises(RefusedError, match="needs 2 GPUs"):
-        run(tensor, machine=H100)
+def shaped(*parallel: str) -> EngineSpec:
+    """The dev render with its data-parallel flag replaced by ``parallel``."""
+    return spec(flags=(*(f for f in spec().flags if not f.startswith("--data-parallel-size")), *parallel))
+
+
+def test_an_engine_of_two_gpus_keeps_its_tensor_parallelism_and_counts_both() -> None:
+    flags = run(shaped("--data-parallel-size=4", "--tensor-parallel-size=2"), machine=replace(H100, gpus=4))
+    assert "--data-parallel-size=2" in flags and "--tensor-parallel-size=2" in flags
+
+
+def test_tensor_parallel_eight_with_expert_parallelism_runs_as_rendered_on_eight_gpus() -> None:
+    engine = shaped("--data-parallel-size=1", "--tensor-parallel-size=8", "--enable-expert-parallel")
+    adapted = adapt(engine, replace(H100, gpus=8), model_dir="/m", volumes=VOLUMES, port=8000, takes_gdn_flag=False, model=QWEN35)
+    assert [f for f in adapted.flags if f.startswith(("--data", "--tensor", "--enable-expert"))] == [
+        "--data-parallel-size=1",
+        "--tensor-parallel-size=8",
+        "--enable-expert-parallel",
+    ]
+    assert not any(a.what == "--data-parallel-size" for a in adapted.adaptations)
+
+
+def test_a_shape_that_does_not_fill_its_node_fails_naming_both_settings() -> None:
+    # The workaround of extraArgs: the render keeps data parallel 8 and adds tensor parallel 8: 64 GPUs.
+    with pytest.raises(ShapeError, match=r"llm:serving\.dataParallelSize.*llm:serving\.tensorParallelSize") as raised:
+        run(spec(flags=(*spec().flags, "--tensor-parallel-size=8")), machine=replace(H100, gpus=8))
+    assert "64 GPUs" in str(raised.value) and "node of 8" in str(raised.value)
+    assert raised.value.setting == "llm:serving.dataParallelSize"
+
+
+def test_tensor_parallelism_larger_than_this_machine_fails_naming_the_setting() -> None:
+    with pytest.raises(ShapeError, match=r"tensor parallel 2.*llm:serving\.tensorParallelSize.*1 GPU") as raised:
+        run(shaped("--data-parallel-size=4", "-tp", "2"), machine=H100)
+    assert raised.value.setting == "llm:serving.tensorParallelSize"
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ((), ParallelShape(data=1, tensor=1, pipeline=1, expert=False)),
+        (("--data-parallel-size=4", "--tensor-parallel-size", "2"), ParallelShape(data=4, tensor=2, pipeline=1, expert=False)),
+        (("-dp", "2", "-tp=4", "--enable-expert-parallel"), ParallelShape(data=2, tensor=4, pipeline=1, expert=True)),
+        (("--pipeline-parallel-size=2", "-ep"), ParallelShape(data=1, tensor=1, pipeline=2, expert=True)),
+    ],
+)
+def test_the_shape_is_read_from_the_rendered_command_line(flags: tuple[str, ...], expected: ParallelShape) -> None:
+    assert parallel_shape(flags) == expected
+    assert expected.gpus == expected.data * expected.tensor * expected.pipeline
 
 
 def test_the_spaced_form_of_a_flag_is_replaced_with_its_value() -> None:

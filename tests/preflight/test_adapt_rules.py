@@ -18,10 +18,11 @@ from preflight.adapt import (
     EngineRun,
     Machine,
     ModelShape,
-    RefusedError,
+    ShapeError,
     adapt,
     container_command,
     flashinfer_gdn_prefill,
+    parallel_shape,
     without_flags,
 )
 from preflight.rendered import EngineSpec
@@ -57,9 +58,13 @@ def adapted(
     takes_gdn_flag: bool = True,
     volumes: dict[str, str] | None = None,
     isolated: dict[str, str] | None = None,
+    full_size: bool = False,
     **engine: object,
 ) -> EngineRun:
-    spec = replace(ENGINE, **engine) if flags is None else replace(ENGINE, flags=flags, **engine)  # type: ignore[arg-type]
+    if flags is not None:
+        # A node that holds the shape the flags ask for (the node's own check has its tests below).
+        engine = {"flags": flags, "gpus": parallel_shape(flags).gpus, **engine}
+    spec = replace(ENGINE, **engine)  # type: ignore[arg-type]
     return adapt(
         spec,
         machine,
@@ -69,6 +74,7 @@ def adapted(
         takes_gdn_flag=takes_gdn_flag,
         model=model,
         isolated=isolated,
+        full_size=full_size,
     )
 
 
@@ -112,9 +118,31 @@ def test_one_engine_takes_tensor_times_pipeline_gpus(parallel: tuple[str, ...], 
     assert f"runs 8 engines of {each} GPU(s)" in change(run, "--data-parallel-size").reason
 
 
-def test_a_machine_short_of_one_engine_is_refused_naming_both_counts() -> None:
-    with pytest.raises(RefusedError, match=r"needs 4 GPUs \(tensor x pipeline parallel\); this machine has 2$"):
-        adapted((*ENGINE.flags, "-tp=2", "-pp=2"), replace(H100, gpus=2))
+def test_a_machine_short_of_one_engine_is_refused_naming_both_counts_and_the_setting() -> None:
+    with pytest.raises(ShapeError) as raised:
+        adapted(("--data-parallel-size=2", "-tp=2", "-pp=2"), replace(H100, gpus=2))
+    assert "tensor parallel 2 x pipeline parallel 2 (llm:serving.tensorParallelSize): 4 GPUs; this machine has 2 GPUs" in str(raised.value)
+    with pytest.raises(ShapeError, match=r"this machine has 1 GPU: run the preflight on a machine with at least 2$"):
+        adapted(("--data-parallel-size=4", "-tp=2"), H100)
+
+
+@pytest.mark.parametrize(
+    ("flags", "gpus", "text"),
+    [
+        (("--data-parallel-size=8", "--tensor-parallel-size=8"), 8, "data parallel 8 x tensor parallel 8 = 64 GPUs, on a node of 8"),
+        (("--data-parallel-size=2", "-tp", "2"), 8, "data parallel 2 x tensor parallel 2 = 4 GPUs, on a node of 8"),
+        (("-dp=2", "-tp=2", "-pp=4"), 8, "data parallel 2 x tensor parallel 2 x pipeline parallel 4 = 16 GPUs"),
+    ],
+)
+def test_a_shape_that_is_not_its_nodes_gpus_fails_before_the_machine_is_looked_at(flags: tuple[str, ...], gpus: int, text: str) -> None:
+    with pytest.raises(ShapeError, match=r"llm:serving\.dataParallelSize x llm:serving\.tensorParallelSize to 8") as raised:
+        adapted(flags, replace(H100, gpus=64), gpus=gpus)
+    assert text in str(raised.value)
+
+
+def test_expert_parallelism_is_kept_as_rendered() -> None:
+    run = adapted(("--data-parallel-size=1", "--tensor-parallel-size=8", "--enable-expert-parallel"), replace(H100, gpus=8))
+    assert run.flags == ("--data-parallel-size=1", "--tensor-parallel-size=8", "--enable-expert-parallel")
 
 
 def test_the_short_data_parallel_form_is_read_and_replaced_by_the_long_one_in_place() -> None:
@@ -302,3 +330,19 @@ def test_the_home_folder_is_mounted_at_roots_home() -> None:
     run = adapted(machine=replace(H100, gpus=8))
     words = container_command("podman", ENGINE, run, name="n", model_dir="/local/model", volumes={}, home="/local/home")
     assert words[words.index("/local/home:/root") - 1] == "-v"
+
+
+def test_full_size_runs_the_real_config_with_dummy_weights_and_says_why() -> None:
+    run = adapted(machine=replace(H100, gpus=8), full_size=True)
+    assert run.flags == (*ENGINE.flags, "--load-format=dummy")
+    model, load = change(run, "model"), change(run, "--load-format")
+    assert "real size and quantization" in model.reason and "miniature" not in model.reason
+    assert (load.rendered, load.run) == (None, "dummy") and "random weights" in load.reason
+
+
+def test_full_size_replaces_a_rendered_load_format_in_place() -> None:
+    flags = ("--data-parallel-size=1", "--load-format", "runai_streamer", "--max-model-len=4096")
+    run = adapted(flags, full_size=True)
+    assert run.flags == ("--data-parallel-size=1", "--load-format=dummy", "--max-model-len=4096")
+    assert change(run, "--load-format").rendered == "runai_streamer"
+    assert "--load-format" not in [a.what for a in adapted(flags).adaptations]

@@ -64,6 +64,7 @@ def test_the_defaults_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch) -
             drain_requests=32,
             observe_after_grace=30.0,
             port=None,
+            size="miniature",
         )
     ]
 
@@ -84,6 +85,7 @@ def test_each_option_reaches_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
         "--port=9000",
         "--ready-timeout=60.5",
         "--first-answer-budget=1.5",
+        "--size=full",
     ]
     assert main(argv) == 0
     assert recorded.executed == [
@@ -101,6 +103,7 @@ def test_each_option_reaches_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
             drain_requests=4,
             observe_after_grace=2.5,
             port=9000,
+            size="full",
         )
     ]
 
@@ -180,6 +183,8 @@ HELP = (
     "--prepare render the stack and write build/<stack>/preflight.json, then stop",
     "--work WORK where the miniature, logs, caches and report go (default build/preflight/<stack>)",
     "--engine {auto,local,docker,podman} auto: the stack's image when Docker or Podman is here, else the installed vLLM",
+    "--size {miniature,full} miniature (default), or full: the stack's model at its real size and quantization with dummy weights "
+    "(vLLM's dummy load format), its memory lines held to the render's plan; 12-14 min cold",
     "--compare COMPARE throughput variants after the stack's: no-mtp, defaults",
     "--prompts PROMPTS prompts of the throughput run (0: none)",
     "--no-drain stop the last start without load instead of the drain test",

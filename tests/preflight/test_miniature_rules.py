@@ -27,6 +27,7 @@ from preflight.miniature import (
     config_digest,
     corpus,
     find_source,
+    full_size_config,
     miniature_config,
     mtp_names,
     shape,
@@ -371,7 +372,13 @@ def test_a_miniature_without_weights_is_its_config_tokenizer_and_processor(tmp_p
     made = write(out, source_in(tmp_path / "source", real()), weights=False)
     small = miniature_config(real())
     assert json.loads((out / "config.json").read_text(encoding="utf-8")) == small
-    assert made == {"model": "org/model", "source": "a test's folder", "digest": config_digest(small)}
+    assert made == {
+        "model": "org/model",
+        "source": "a test's folder",
+        "digest": config_digest(small),
+        "size": "miniature",
+        "kind": "hybrid",
+    }
     assert json.loads((out / "preflight-miniature.json").read_text(encoding="utf-8")) == made
     # The one processor file the source has is copied; the other is not made up.
     assert (out / "preprocessor_config.json").read_text(encoding="utf-8") == '{"patch_size": 16}'
@@ -469,3 +476,47 @@ def test_the_command_line_says_what_it_writes(capsys: pytest.CaptureFixture[str]
     assert shown.startswith("usage: python -m preflight.miniature [-h]")
     assert "A miniature of the stack's model: its architecture and layer pattern made small" in shown
     assert "--no-weights config, tokenizer and processor files only" in shown
+
+
+def test_the_full_size_folder_is_the_real_config_with_the_small_tokenizers_ids_and_no_weights(
+    tmp_path: Path, trainer: Recorder, weights: Recorder
+) -> None:
+    config = {**real(), "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    out = tmp_path / "full"
+    made = write(out, source_in(tmp_path / "source", config), size="full")
+    written = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert written == full_size_config(config)
+    assert written["quantization_config"] == config["quantization_config"]
+    assert written["text_config"]["hidden_size"] == config["text_config"]["hidden_size"]
+    assert made["size"] == "full" and "weights" not in made
+    assert trainer.calls == [(out,)] and weights.calls == []
+    assert not (out / "model.safetensors").exists()
+    # A second start reuses the folder: there are no weights to wait for.
+    assert write(out, source_in(tmp_path / "source", config), size="full")["reused"] is True
+    with pytest.raises(ValueError, match="size 'half': one of miniature, full"):
+        write(out, source_in(tmp_path / "source", config), size="half")
+
+
+def test_full_size_keeps_every_value_but_the_special_token_ids_at_both_levels() -> None:
+    config = find_source("Qwen/Qwen3.5-27B-FP8", {"HF_HUB_CACHE": "/nonexistent"}).config
+    full = full_size_config(config)
+    assert full["image_token_id"] == token_id("<|image_pad|>") and full["vision_end_token_id"] == token_id("<|vision_end|>")
+    assert full["text_config"]["eos_token_id"] == token_id("<|im_end|>")
+    ids = {"image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"}
+    assert {k: v for k, v in full.items() if k not in ids | {"text_config"}} == {
+        k: v for k, v in config.items() if k not in ids | {"text_config"}
+    }
+    assert {k: v for k, v in full["text_config"].items() if k != "eos_token_id"} == {
+        k: v for k, v in config["text_config"].items() if k != "eos_token_id"
+    }
+    assert config["image_token_id"] == 248056, "the source is left as it was"
+
+
+def test_the_model_folder_is_written_by_its_command_line(
+    tmp_path: Path, trainer: Recorder, weights: Recorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert miniature.main([str(tmp_path / "m"), "--model", "Qwen/Qwen3.5-27B-FP8", "--size", "full"]) == 0
+    assert json.loads(capsys.readouterr().out)["size"] == "full"
+    assert miniature.main([str(tmp_path / "t"), "--model", "Qwen/Qwen3.5-27B-FP8", "--tensor-parallel", "8", "--no-weights"]) == 0
+    small = json.loads((tmp_path / "t" / "config.json").read_text(encoding="utf-8"))
+    assert small["text_config"]["num_key_value_heads"] == 8

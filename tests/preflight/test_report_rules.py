@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from preflight.full_size import TermCheck
 from preflight.report import bench_line, completion_probe_timeout, text, throughput_ratios, verdict
 
 ANSWERED: dict[str, Any] = {"ending": "answered", "usage": {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}}
@@ -306,3 +307,19 @@ def test_lists_in_the_text_and_the_failures_are_comma_separated() -> None:
 def test_a_comparison_without_a_rate_gives_no_ratio() -> None:
     result = {"starts": [start(throughput={"total_token_throughput": 30.0})], "comparisons": {"no-mtp": comparison(None)}}
     assert throughput_ratios(result) == {"stack_without_mtp_over_defaults": None, "stack_with_mtp_over_without": None}
+
+
+def test_a_memory_term_off_the_plan_fails_naming_the_start_engine_and_term() -> None:
+    off = TermCheck("EngineCore_DP1 pid=9", "kv_tokens", 185_949, 432_872).as_dict()
+    near = TermCheck("EngineCore_DP1 pid=9", "weights_gib", 28.99, 28.54).as_dict()
+    assert failures({"starts": [start(memory_checks=[near, off])]}) == [
+        {
+            "what": "memory (kv_tokens)",
+            "text": "1-cold: EngineCore_DP1 pid=9: kv_tokens measured 185,949.00, planned 432,872.00 (-57.0%; the plan holds within 10%)",
+        }
+    ]
+
+
+def test_a_shape_that_does_not_fit_fails_naming_its_setting() -> None:
+    shape = {"setting": "llm:serving.tensorParallelSize", "error": "one engine of this stack takes tensor parallel 8"}
+    assert failures({"shape": shape}) == [{"what": "shape (llm:serving.tensorParallelSize)", "text": shape["error"]}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -80,6 +81,10 @@ elif "serve" in args:
     (cache / "kernel.cubin").write_bytes(b"12345")
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(0))
     print("(APIServer pid=7) INFO: Starting to load model /models/m", flush=True)
+    if "--load-format=dummy" in args:
+        print("(EngineCore_DP0 pid=8) INFO: Model loading took 28.99 GiB memory and 9.8 seconds", flush=True)
+        print("(EngineCore_DP0 pid=8) INFO: Available KV cache memory: 41.05 GiB", flush=True)
+        print("(EngineCore_DP0 pid=8) INFO: GPU KV cache size: 185,949 tokens", flush=True)
     print("(APIServer pid=7) INFO: Starting vLLM server on http://0.0.0.0:8000", flush=True)
     print("INFO: Application startup complete.", flush=True)
     if os.environ.get("STAND_IN_UP"):
@@ -347,13 +352,14 @@ def test_the_probe_reads_torch_and_the_optional_modules(tmp_path: Path, monkeypa
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(
         "import types\n"
-        "cuda = types.SimpleNamespace(device_count=lambda: 2, get_device_capability=lambda i: (9, 0), get_device_name=lambda i: 'H100')\n"
+        "cuda = types.SimpleNamespace(device_count=lambda: 2, get_device_capability=lambda i: (9, 0), get_device_name=lambda i: 'H100',\n"
+        "    get_device_properties=lambda i: types.SimpleNamespace(total_memory=85_045_870_592))\n"
         "version = types.SimpleNamespace(cuda='13.0')\n"
     )
     (tmp_path / "cutlass.py").write_text("")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     assert probe_machine([sys.executable, "-c", PROBE]) == Machine(
-        gpus=2, capability=(9, 0), cuda_runtime_major=13, modules=frozenset({"cutlass"}), gpu_name="H100"
+        gpus=2, capability=(9, 0), cuda_runtime_major=13, modules=frozenset({"cutlass"}), gpu_name="H100", hbm_bytes=85_045_870_592
     )
 
 
@@ -518,6 +524,10 @@ def test_a_container_setup_probes_and_builds_the_miniature_in_the_image(tools: T
                 "/out",
                 "--model",
                 MODEL,
+                "--size",
+                "miniature",
+                "--tensor-parallel",
+                "1",
             ],
         ),
     ]
@@ -557,7 +567,17 @@ def test_a_local_setup_runs_the_miniature_with_this_package_and_isolates_home_an
     work = preflight.work
     probe, miniature = tools.calls()
     assert probe["argv"] == ["-c", PROBE] and probe["tool"] == "python"
-    assert miniature["argv"] == ["-m", "preflight.miniature", str(work / "model"), "--model", MODEL]
+    assert miniature["argv"] == [
+        "-m",
+        "preflight.miniature",
+        str(work / "model"),
+        "--model",
+        MODEL,
+        "--size",
+        "miniature",
+        "--tensor-parallel",
+        "1",
+    ]
     assert miniature["pythonpath"] == os.pathsep.join([str(run.PACKAGE_ROOT), "/elsewhere"])
     assert preflight.run.model == str(work / "model")
     assert preflight.run.env["HOME"] == str(work / "home") and preflight.run.env["TMPDIR"] == str(work / "tmp")
@@ -570,10 +590,10 @@ def test_a_local_setup_runs_the_miniature_with_this_package_and_isolates_home_an
 def test_a_local_miniature_without_pythonpath_has_the_package_alone(tools: Tools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     preflight = Preflight(options(tmp_path, engine="local"), print)
     preflight.mode, preflight.model_dir = "local", tmp_path / "model"
-    preflight.make_miniature(MODEL)
+    preflight.make_miniature(MODEL, 1)
     assert tools.calls()[0]["pythonpath"] == str(run.PACKAGE_ROOT)
     # A later run finds the folder there.
-    assert preflight.make_miniature(MODEL) == {"weights": "written", "out": str(tmp_path / "model")}
+    assert preflight.make_miniature(MODEL, 1) == {"weights": "written", "out": str(tmp_path / "model")}
 
 
 @pytest.mark.parametrize("outputs", [True, False])
@@ -584,7 +604,7 @@ def test_without_a_preparation_the_model_is_the_renders(tools: Tools, tmp_path: 
     assert runner.prepared == {}
     runner.setup()
     assert runner.result["model"]["id"] == MODEL == SPEC.served_name
-    assert tools.calls()[-1]["argv"][-2:] == ["--model", MODEL]
+    assert tools.calls()[-1]["argv"][-6:-4] == ["--model", MODEL]
 
 
 def test_a_mount_path_written_with_a_trailing_slash_still_holds_the_model(tools: Tools, tmp_path: Path, notes: list[str]) -> None:
@@ -1120,3 +1140,65 @@ def test_without_a_progress_the_run_prints_its_steps(
     monkeypatch.setattr(run, "Preflight", lambda options, progress: _Speaking(options, progress))
     run.execute(options(tmp_path))
     assert capsys.readouterr().err == "[preflight +     0s] spoke\n"
+
+
+def test_a_render_whose_shape_overfills_its_node_fails_naming_the_setting_before_any_tool_runs(tools: Tools, tmp_path: Path) -> None:
+    # The extraArgs workaround: the render keeps data parallel 8 and adds tensor parallel 8.
+    rendered = tmp_path / "rendered"
+    shutil.copytree(RENDERED, rendered)
+    deployment = rendered / "kubernetes" / "llm-serving.deployment.vllm.yaml"
+    text = deployment.read_text(encoding="utf-8")
+    assert "--data-parallel-size=8" in text
+    widened = text.replace("--data-parallel-size=8", "--data-parallel-size=8\n        - --tensor-parallel-size=8")
+    deployment.write_text(widened, encoding="utf-8")
+    result = run.execute(replace(options(tmp_path, engine="docker"), rendered=rendered), lambda text: None)
+    assert result["shape"]["setting"] == "llm:serving.dataParallelSize"
+    assert "= 64 GPUs, on a node of 8" in result["shape"]["error"]
+    assert [f["what"] for f in result["verdict"]["failures"]] == ["shape (llm:serving.dataParallelSize)"]
+    assert tools.calls() == []
+
+
+def test_a_full_size_run_builds_the_real_config_loads_dummy_weights_and_holds_each_engines_memory_to_the_plan(
+    tools: Tools, tmp_path: Path, notes: list[str], api: str, monkeypatch: pytest.MonkeyPatch, quick_engine: None
+) -> None:
+    _vllm(tmp_path / "site", "0.26.0")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("STAND_IN_MACHINE", json.dumps({**HOPPER, "name": "NVIDIA H200", "memory": 143_771 * 2**20}))
+    preflight = ready(tmp_path, notes, "local", size="full")
+    work = preflight.work
+    assert tools.calls()[1]["argv"] == [
+        "-m",
+        "preflight.miniature",
+        str(work / "model-full"),
+        "--model",
+        MODEL,
+        "--size",
+        "full",
+        "--tensor-parallel",
+        "1",
+    ]
+    assert "--load-format=dummy" in preflight.run.flags and preflight.run.model == str(work / "model-full")
+    model = preflight.result["model"]
+    assert (model["size"], model["kind"]) == ("full", "hybrid")
+    assert model["config"]["text_config"]["hidden_size"] == 5120 and model["config"]["quantization_config"]["quant_method"] == "fp8"
+    preflight.url = api
+    monkeypatch.setenv("STAND_IN_UP", str(tmp_path / "up"))
+    Api.up_file = tmp_path / "up"
+    record = preflight.start("1-cold", "cold", preflight.run, check_metrics=False, bench_name=None, drain_after=False)
+    assert record["memory"]["EngineCore_DP0 pid=8"]["kv_tokens"] == 185_949
+    assert record["phases_full_size"]["steps"]["loading"] >= 0
+    # dev's flags on one H200 (MTP, 8192 sequences): the plan of the command line run here, the GPU's memory probed.
+    assert record["memory_plan"]["kv_tokens"] == pytest.approx(185_949, rel=0.10)
+    assert {c["term"]: c["ok"] for c in record["memory_checks"]} == {"weights_gib": True, "kv_cache_gib": True, "kv_tokens": True}
+    shown = report.text({"starts": [record]})
+    assert "memory of EngineCore_DP0 pid=8: weights_gib 28.99" in shown and "memory plan: 3 of 3 printed terms within 10%" in shown
+    # The defaults leave the sequences and batch to vLLM: no plan, said so.
+    bare = replace(preflight.run, flags=("--port=8000", "--load-format=dummy"))
+    (tmp_path / "up").unlink()
+    defaults = preflight.start("compare-defaults", "all-caches", bare, check_metrics=False, bench_name=None, drain_after=False)
+    assert defaults["memory_plan"] == {
+        "none": "not held to a plan: the command line leaves --max-model-len, --max-num-seqs, "
+        "--max-num-batched-tokens to vLLM's choice on the GPU"
+    }
+    assert "memory_checks" not in defaults
+    assert "    memory: not held to a plan: the command line leaves" in report.text({"starts": [defaults]})

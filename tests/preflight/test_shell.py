@@ -27,7 +27,8 @@ PROJECT = Path(__file__).resolve().parent.parent.parent
 SHIM = 'from tests.preflight.fake_vllm import main\n\nif __name__ == "__main__":\n    main()\n'
 FAKE_TORCH = (
     "import types\n"
-    "cuda = types.SimpleNamespace(device_count=lambda: 1, get_device_capability=lambda i: (9, 0), get_device_name=lambda i: 'stand-in')\n"
+    "cuda = types.SimpleNamespace(device_count=lambda: 1, get_device_capability=lambda i: (9, 0), get_device_name=lambda i: 'stand-in',\n"
+    "    get_device_properties=lambda i: types.SimpleNamespace(total_memory=80 * 2**30))\n"
     "version = types.SimpleNamespace(cuda='13.0')\n"
 )
 

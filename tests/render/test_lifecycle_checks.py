@@ -104,12 +104,13 @@ def test_kubernetes_objects_are_created_after_the_cluster_and_deleted_before_it(
     assert all(order.index(r.urn) < order.index(cluster.urn) for r in render.resources if r.type.startswith("kubernetes:") and r.custom)
 
 
-@pytest.mark.parametrize("stack_name", ["dev", "prod"])
-def test_the_render_shows_the_cost_of_what_stays_after_a_scale_to_zero(stack_name: str) -> None:
+# Prod's 12 reserved nodes at $88.93 bill whether or not replicas run.
+@pytest.mark.parametrize(("stack_name", "reserved"), [("dev", 0.0), ("prod", 12 * 88.93)])
+def test_the_render_shows_the_cost_of_what_stays_after_a_scale_to_zero(stack_name: str, reserved: float) -> None:
     text = lifecycle_text(rendered(stack_name))
     # $0.10 cluster fee + 100 GiB and 2,400 MiB/s of Hyperdisk ML ($0.08/GiB-, $0.12/MiB/s-month) + its snapshot ($0.05/GiB-month).
-    idle = 0.10 + (100 * 0.08 + 2400 * 0.12) / 730 + 100 * 0.05 / 730
-    assert f"after a scale to zero: ${idle:.2f}/h keeps billing" in text
+    idle = reserved + 0.10 + (100 * 0.08 + 2400 * 0.12) / 730 + 100 * 0.05 / 730
+    assert f"after a scale to zero: ${idle:,.2f}/h keeps billing" in text
     assert "model cache snapshot" in text
 
 

@@ -17,8 +17,8 @@ from tests.stacks.handed import problem
 
 PROJECT = "example-project"
 CALENDAR = {"name": "a4", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-01T00:00:00Z"}
-# Off Spot, so that only the rule under test can refuse.
-ON_RESERVATION = {"mode": "reservation", "reservation": {"name": "a4"}}
+# Off Spot, so that only the rule under test can refuse; a spare node for the lone replica's surge.
+ON_RESERVATION = {"mode": "reservation", "reservation": {"name": "a4", "nodes": 2}}
 
 
 def settings(**changes: Any) -> StackSettings:
@@ -121,8 +121,8 @@ def test_a_stack_scaled_to_zero_needs_no_surge_node() -> None:
 @pytest.mark.parametrize(
     "capacity",
     [
-        # Reservations the stack does not create, and a calendar one beside other capacity: replicas may run elsewhere.
-        ON_RESERVATION,
+        # A reservation of unstated size (never surged on here), and a calendar one beside other capacity.
+        {"mode": "reservation", "reservation": {"name": "a4"}},
         {"mode": "fallback", "fallback": ["reservation", "flex-start"], "reservation": {"name": "a4", "create": {**CALENDAR, "nodes": 1}}},
     ],
 )

@@ -110,3 +110,10 @@ def test_short_names_are_kubernetes_names_from_the_model_id() -> None:
     assert model_short_name("Qwen/Qwen3.5-27B-FP8") == "qwen3-5-27b-fp8"
     # A Service name starts with a letter.
     assert model_short_name("org/7b_Model") == "m-7b-model"
+
+
+def test_a_stated_reservation_must_hold_every_models_autoscaling_maxima() -> None:
+    capacity = {"mode": "reservation", "reservation": {"name": "a4", "nodes": 4}}
+    scaled = [{**GENERATOR, "autoscaling": {"maxReplicas": 3}}, {**EMBEDDER, "autoscaling": {"maxReplicas": 2}}]
+    found = problem(models=models(*scaled), capacity=capacity, autoscaling={"enabled": True, "minReplicas": 2})
+    assert found.startswith("llm:capacity.reservation.nodes: 4 cannot hold every model's replicas at once (models[0] 3, models[1] 2")

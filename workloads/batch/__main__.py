@@ -17,6 +17,7 @@ from prometheus_client.registry import CollectorRegistry
 from workloads.batch import layout
 from workloads.batch.metrics import Progress, ProgressCollector
 from workloads.batch.replicas import DeploymentApi
+from workloads.batch.report import Reservation
 from workloads.batch.runner import RunnerSettings, count_waiting, run_waiting
 
 
@@ -30,6 +31,8 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
     missing = [name for name in (layout.ENV_BUCKET, layout.ENV_SERVING_URL, layout.ENV_CONCURRENCY_PER_REPLICA) if not environ.get(name)]
     if missing:
         raise SystemExit(f"batch run: set {', '.join(missing)} in the runner's environment")
+    committed = _optional_float(environ, layout.ENV_COMMITTED_USD_PER_HOUR)
+    holds_every = environ.get(layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA) == "true"
     return RunnerSettings(
         bucket=environ[layout.ENV_BUCKET],
         serving_url=environ[layout.ENV_SERVING_URL],
@@ -40,6 +43,7 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
         workers=int(environ.get(layout.ENV_WORKERS) or 1),
         price_per_replica_hour=_optional_float(environ, layout.ENV_PRICE_PER_REPLICA_HOUR),
         estimated_usd_per_million_tokens=_optional_float(environ, layout.ENV_ESTIMATED_USD_PER_MILLION_TOKENS),
+        reservation=None if committed is None else Reservation(committed, holds_every),
         expected_cold_start=json.loads(environ[layout.ENV_EXPECTED_COLD_START]) if environ.get(layout.ENV_EXPECTED_COLD_START) else None,
         idle_tail_seconds=_optional_float(environ, layout.ENV_IDLE_TAIL_SECONDS) or 0.0,
         drain_seconds=_optional_float(environ, layout.ENV_DRAIN_SECONDS) or RunnerSettings.drain_seconds,

@@ -32,6 +32,10 @@ ENV_REPLICAS_DEPLOYMENT: Final = "REPLICAS_DEPLOYMENT"  # read for Ready replica
 ENV_CONCURRENCY_PER_REPLICA: Final = "CONCURRENCY_PER_REPLICA"
 ENV_PRICE_PER_REPLICA_HOUR: Final = "PRICE_PER_REPLICA_HOUR"  # USD, the stack's estimate
 ENV_ESTIMATED_USD_PER_MILLION_TOKENS: Final = "ESTIMATED_USD_PER_MILLION_TOKENS"
+# USD per hour of the reservation under the replicas (estimates.committed), billed whether or not they run; unset off one.
+ENV_COMMITTED_USD_PER_HOUR: Final = "COMMITTED_USD_PER_HOUR"
+# "true" when the reservation holds every replica (mode reservation): their hours then add nothing to the bill.
+ENV_RESERVATION_HOLDS_EVERY_REPLICA: Final = "RESERVATION_HOLDS_EVERY_REPLICA"
 ENV_METRICS_PORT: Final = "METRICS_PORT"
 # JSON {"phases": ...}: the stack's expected cold start (estimates.coldStart), to report a wake against.
 ENV_EXPECTED_COLD_START: Final = "EXPECTED_COLD_START"

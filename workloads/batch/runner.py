@@ -42,6 +42,8 @@ class RunnerSettings:
     workers: int = 1
     price_per_replica_hour: float | None = None
     estimated_usd_per_million_tokens: float | None = None
+    # The reservation under the replicas, billed whether or not they run; None off one.
+    reservation: report.Reservation | None = None
     expected_cold_start: dict[str, Any] | None = None
     # KEDA's cooldown plus a poll: how long the replicas stay up after the last batch (the report's idle tail).
     idle_tail_seconds: float = 0.0
@@ -204,6 +206,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     if woke and cold_start is None:  # the batch ended before every replica was Ready
         cold_start = last_cold_start(deployment, settings.expected_cold_start)
     others_waiting = count_waiting(settings, bucket.client) + len(objects.live_claims(bucket, time.time())) > 1
+    tail_seconds = 0.0 if others_waiting else settings.idle_tail_seconds
     batch_report = report.build(
         held.key,
         totals,
@@ -215,11 +218,13 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
             wake_seconds=wake.replica_seconds,
             serving_seconds=meter.replica_seconds,
             # The replicas stay up after the last batch until KEDA's cooldown ends; a batch still waiting bears it instead.
-            idle_tail_seconds=0.0 if others_waiting else meter.last.replicas * settings.idle_tail_seconds,
+            idle_tail_seconds=meter.last.replicas * tail_seconds,
         ),
         price_per_replica_hour=settings.price_per_replica_hour,
         estimated_usd_per_million_tokens=settings.estimated_usd_per_million_tokens,
         cold_start=cold_start,
+        reservation=settings.reservation,
+        tail_seconds=tail_seconds,
     )
     objects.write_report(bucket, held.key, batch_report)
     objects.finish(bucket, held)

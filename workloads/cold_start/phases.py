@@ -64,7 +64,9 @@ def container_path(container: str) -> str:
 
 # vLLM's own lines, as 0.26.0 prints them (0.18.1's are the same where both print one; docs/cold-start.md).
 # With data parallel 8 each engine prints its own; a step ends at the last engine's line.
-LOADING = re.compile(r"Starting to load model ")
+# vLLM 0.26.0's model runner prints the first (v1/worker/gpu_model_runner.py), its V2 runner, which a
+# tensor-parallel start chose, the second (v1/worker/gpu/model_runner.py).
+LOADING = re.compile(r"Starting to load model |Loading model from scratch")
 # One runner prints "GiB memory and", another "GiB and".
 WEIGHTS_LOADED = re.compile(r"Model loading took (?P<gib>[\d.]+) GiB (?:memory )?and (?P<seconds>[\d.]+) seconds")
 COMPILED = re.compile(r"torch\.compile (?:and initial profiling/warmup run together )?took (?P<seconds>[\d.]+) s in total")

@@ -213,7 +213,8 @@ def test_the_timeline_runs_the_standard_batch_with_the_stacks_cooldown_and_the_w
     lines = text.splitlines()
     assert lines[:3] == [
         "scaling: 24,000 concurrent requests for 3 h from one Ready replica, then none",
-        "  (a model of KEDA v2.20.2 and the HPA; 16-minute cold start, 2,000 requests running per Ready replica)",
+        "  (a model of KEDA v2.20.2 and the HPA; the reference's 16-minute cold start and 83 completions/s per Ready replica,"
+        " 2,000 requests running per Ready replica)",
         "    time  desired  ready  requests  aborted",
     ]
     # At 0 s the one replica runs its 2,000 (the threshold: one replica's worth); the other 22,000 wait, uncounted.

@@ -23,6 +23,7 @@ import pytest
 from workloads.batch import __main__ as entry
 from workloads.batch import layout
 from workloads.batch.metrics import Progress
+from workloads.batch.report import Reservation
 from workloads.batch.runner import RunnerSettings
 
 REQUIRED = {
@@ -46,6 +47,8 @@ def test_each_setting_comes_from_its_variable() -> None:
             layout.ENV_EXPECTED_COLD_START: json.dumps(expected),
             layout.ENV_IDLE_TAIL_SECONDS: "330",
             layout.ENV_DRAIN_SECONDS: "25.5",
+            layout.ENV_COMMITTED_USD_PER_HOUR: "1067.16",
+            layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA: "true",
         }
     )
     defaults = RunnerSettings("b", "u", 1)
@@ -63,6 +66,7 @@ def test_each_setting_comes_from_its_variable() -> None:
         expected_cold_start=expected,
         idle_tail_seconds=330.0,
         drain_seconds=25.5,
+        reservation=Reservation(1067.16, holds_every_replica=True),
     )
 
 
@@ -78,11 +82,13 @@ def test_an_optional_variable_unset_or_empty_takes_the_default(blank: bool) -> N
         layout.ENV_EXPECTED_COLD_START,
         layout.ENV_IDLE_TAIL_SECONDS,
         layout.ENV_DRAIN_SECONDS,
+        layout.ENV_COMMITTED_USD_PER_HOUR,
+        layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA,
     )
     settings = entry.settings_from_env(REQUIRED | (dict.fromkeys(optional, "") if blank else {}))
     assert (settings.served_model, settings.task, settings.api_key, settings.workers) == (None, "generate", None, 1)
     assert (settings.price_per_replica_hour, settings.estimated_usd_per_million_tokens, settings.expected_cold_start) == (None, None, None)
-    assert (settings.idle_tail_seconds, settings.drain_seconds) == (0.0, 50.0)
+    assert (settings.idle_tail_seconds, settings.drain_seconds, settings.reservation) == (0.0, 50.0, None)
 
 
 @pytest.mark.parametrize(

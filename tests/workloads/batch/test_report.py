@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from workloads.batch.bucket import PartSummary
-from workloads.batch.report import BASIS, ReplicaUsage, build, summary
+from workloads.batch.report import BASIS, ReplicaUsage, Reservation, build, summary
 
 TOTALS = PartSummary(lines=1000, succeeded=990, failed=6, bad_lines=4, prompt_tokens=1_500_000, completion_tokens=500_000)
 # 2026-11-26 10:00:00 UTC, and 400 s later.
@@ -100,3 +100,32 @@ def test_the_summary_says_what_it_does_not_know_and_what_was_not_sent() -> None:
     text = summary(report(replaced=True, input_lines=1200, price_per_replica_hour=None, estimated_usd_per_million_tokens=None))
     assert text.startswith("batch nightly/2026-11-26.jsonl (generation 1764150000123456) (replaced while it ran: 200 lines not sent): ")
     assert text.endswith("$n/a, $n/a per million tokens (estimate $n/a)")
+
+
+# --- On a reservation: what the batch added, and apart from it what the reservation billed meanwhile.
+
+
+def test_on_a_reservation_holding_every_replica_the_batch_adds_nothing_and_the_reservation_is_reported_apart() -> None:
+    # 12 reserved nodes at $88.93: $1,067.16 an hour, over the batch's 400 s and a 930 s idle tail.
+    found = report(reservation=Reservation(1067.16, holds_every_replica=True), tail_seconds=930.0)
+    assert found["cost_usd"] == 0 and all(part["cost_usd"] == 0 for part in found["cost_parts"].values())
+    assert found["replica_hours"] == 2.25
+    committed = found["committed"]
+    assert committed["usd"] == pytest.approx(1067.16 * (400 + 930) / 3600)
+    assert "whether or not replicas ran" in committed["counts"]
+    # Per token: everything billed over the batch's time, and the batch's own addition apart.
+    assert found["usd_per_million_tokens"] == pytest.approx(committed["usd"] / 2)
+    assert found["marginal_usd_per_million_tokens"] == 0
+    assert "of the reservation, billed whether or not replicas ran" in summary(found)
+
+
+def test_beside_a_reservation_every_replica_hour_is_counted_and_says_it_is_an_upper_bound() -> None:
+    found = report(reservation=Reservation(88.93, holds_every_replica=False))
+    assert found["cost_usd"] == 90.0
+    assert found["committed"]["usd"] == pytest.approx(88.93 * 400 / 3600)
+    assert "upper bound" in found["committed"]["counts"]
+
+
+def test_off_reservations_nothing_is_committed() -> None:
+    found = report()
+    assert found["committed"] is None and found["usd_per_million_tokens"] == found["marginal_usd_per_million_tokens"]
