@@ -103,6 +103,8 @@ class Costing:
     tokens_per_request: int = MEASURED_TOKENS_PER_REQUEST
     # Reserved nodes the stack's replicas run on: billed whether or not they do. None off reservations.
     commitment: Commitment | None = None
+    # False for an embedding model: it generates no tokens, so no tokens/s figure applies (`unmeasured` says why).
+    generates: bool = True
 
     @property
     def committed_nodes(self) -> int:
@@ -249,6 +251,8 @@ def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
     if scaled_to_zero:
         kept = "reservation, cluster and cache" if costing.commitment is not None else "cluster and cache"
         return Estimate(0, cost, None, f"scaled to zero: idle cost of {kept}" + price_note)
+    if not costing.generates:
+        return Estimate(None, cost, None, f"no tokens/s figure: {costing.unmeasured}" + price_note)
     tokens, basis = throughput(costing, nodes)
     per_million = round(cost / (tokens * 3600) * 1_000_000, 3) if cost is not None else None
     return Estimate(round(tokens), cost, per_million, basis + price_note)

@@ -824,6 +824,7 @@ def costing(settings: StackSettings) -> Costing:
         unmeasured=unmeasured_reason(settings),
         tokens_per_request=settings.workload.input_tokens + settings.workload.output_tokens,
         commitment=commitment(settings),
+        generates=settings.model.serves != "embed",
     )
 
 
@@ -835,7 +836,7 @@ def idle_tail_seconds(settings: StackSettings) -> int:
 def batch_pace(settings: StackSettings, costs: Costing, cold_start: ColdStart | None) -> BatchPace | None:
     """What a batch plan reads: every replica the stack may run, at the stack's own estimate; None unless it autoscales."""
     replicas = settings.max_replicas
-    if not settings.autoscaling.enabled or replicas == 0:
+    if not settings.autoscaling.enabled or replicas == 0 or not costs.generates:
         return None
     tokens, basis = throughput(costs, replicas)
     wake = cold_start.seconds(warm=False) if cold_start is not None else None
