@@ -40,6 +40,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "plan/estimates.py": ("tests/plan/test_estimates_rules.py",),
     "render/changes.py": ("tests/render/test_changes_classes.py",),
     "render/customize_diff.py": ("tests/render/test_customize_diff.py",),
+    "render/review.py": ("tests/render/test_review_comment.py", "tests/render/test_cli_rules.py"),
     "render/cluster_model.py": ("tests/render/test_cluster_model_rules.py",),
     "policy/rules.py": ("tests/policy/test_rules_cases.py",),
     "render/awaits.py": ("tests/render/test_awaits.py",),

@@ -49,9 +49,11 @@ class Change:
     def line(self) -> str:
         shown = ", ".join(self.because or self.fields)
         restart = " (rolls its pods)" if self.restarts_pods else ""
-        verb = "depends" if len(self.dependents) == 1 else "depend"
-        under = f"; {', '.join(self.dependents)} {verb} on it" if self.dependents else ""
+        under = f"; {self.depended_on()}" if self.dependents else ""
         return f"{self.action:<8} {self.type} {self.name}{restart}" + (f": {shown}" if shown else "") + under
+
+    def depended_on(self) -> str:
+        return f"{', '.join(self.dependents)} {'depends' if len(self.dependents) == 1 else 'depend'} on it"
 
 
 def records(render: Render) -> list[dict[str, Any]]:

@@ -1,0 +1,102 @@
+"""The pull-request review comment, per stack: consequences first, the details collapsed, an unchanged stack one line.
+
+The two fixtures are the program's own output for two changes (``tests/render/reviews/``); the test renders both
+sides again and compares. After an intended change of the comment, write them anew with
+``REGENERATE_REVIEWS=1 uv run pytest tests/render/test_review_comment.py`` and read the diff.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from render.changes import write_records
+from render.cli import main
+from render.engine import Render
+from render.files import write
+from render.review import review
+from tests.conftest import render_with, rendered
+
+REVIEWS = Path(__file__).resolve().parent / "reviews"
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "dev-nodes-1-to-4": ("dev", {"nodes": 4}),
+    "prod-image-v0.18.1-to-v0.33.0": ("prod", {"serving": {"image": "vllm/vllm-openai:v0.33.0"}}),
+}
+
+
+def folder(render: Render, path: Path) -> Path:
+    write(render, path)
+    write_records(render, path)
+    return path
+
+
+def comment(tmp_path: Path, case: str) -> str:
+    stack, config = CASES[case]
+    return review(stack, folder(rendered(stack), tmp_path / "base"), folder(render_with(stack, **config), tmp_path / "head"))
+
+
+def consequences(text: str) -> list[str]:
+    """The lines a reviewer reads before the collapsed details."""
+    return text.split("<details>")[0].strip().splitlines()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_review_comment_of_each_change_is_its_committed_fixture(tmp_path: Path, case: str) -> None:
+    text = comment(tmp_path, case)
+    fixture = REVIEWS / f"{case}.md"
+    if os.environ.get("REGENERATE_REVIEWS"):
+        fixture.write_text(text)
+    assert text == fixture.read_text()
+
+
+def test_a_new_image_on_prod_leads_with_three_rounds_105_minutes_a_third_down_a_cold_compile_cache_and_the_cost(
+    tmp_path: Path,
+) -> None:
+    heading, _, resources, rollout, capacity, cache, cost = consequences(comment(tmp_path, "prod-image-v0.18.1-to-v0.33.0"))
+    assert heading == "### `prod`"
+    assert "nothing replaced or deleted" in resources and "Deployment `vllm`" in resources
+    # 12 replicas, 4 at a time (rollout.parallelism) keeping 8 serving: 3 rounds, each a cold start of 25 min + 10.
+    assert "restarts its 12 pods in 3 rounds, 4 at a time: up to ~105 min (3 x 35 min" in rollout
+    assert "4 of 12 replicas (a third of the capacity) down at a time; 8 keep serving" in capacity
+    assert cache.startswith("- **Compile cache**: **cold**: a new compile-cache entry for the new image")
+    assert "`vllm-openai:v0.18.1` -> `vllm-openai:v0.33.0`" in cache
+    # Twelve reserved nodes at $88.93, the $0.10 cluster fee and $0.41 of Hyperdisk ML: unchanged by the image.
+    assert cost.startswith("- **Cost per hour**: $1,067.67")
+
+
+def test_four_dev_nodes_lead_with_three_new_pods_no_restart_a_warm_cache_and_four_times_the_cost(tmp_path: Path) -> None:
+    lines = consequences(comment(tmp_path, "dev-nodes-1-to-4"))
+    text = "\n".join(lines)
+    assert "none restart; Deployment `vllm` goes from 1 to 4 replicas: 3 new pods start" in text
+    assert "**Rollout**" not in text
+    assert "**Compile cache**: warm" in text
+    # One Spot node at $32.61 + $0.51 against four.
+    assert "**Cost per hour**: $33.12 -> $130.95" in text
+
+
+def test_an_unchanged_stack_is_one_line(tmp_path: Path) -> None:
+    dev = folder(rendered("dev"), tmp_path / "dev")
+    assert review("dev", dev, dev) == "- `dev`: no change.\n"
+
+
+def test_a_subnet_replacement_is_flagged_stateful_and_names_the_cluster_on_it(tmp_path: Path) -> None:
+    base = folder(rendered("dev"), tmp_path / "base")
+    head = folder(render_with("dev", network={"nodeCidr": "10.16.0.0/20"}), tmp_path / "head")
+    (line,) = [line for line in consequences(review("dev", base, head)) if "Subnetwork" in line]
+    assert line.startswith("  - replaces Subnetwork `nodes` **stateful")
+    assert "IsShrinkageIpCidr" in line and line.endswith("Cluster gke depends on it")
+
+
+def test_a_new_stack_is_all_creation_under_its_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    absent = tmp_path / "absent"
+    absent.mkdir()
+    (absent / "plan.txt").write_text("")
+    head = folder(rendered("dev"), tmp_path / "head")
+    main(["review", "dev", str(absent), str(head), "--note", "New stack: diffed against nothing.", "--max-lines", "5"])
+    text = capsys.readouterr().out
+    assert consequences(text)[2] == "New stack: diffed against nothing."
+    assert "nothing replaced or deleted" in text and "created" in text
+    assert "Cut at 5 of" in text
