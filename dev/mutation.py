@@ -75,6 +75,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "facts/vllm.py": ("tests/facts/test_vllm.py",),
     "facts/data_files.py": ("tests/facts/test_data_files.py",),
     "ops/batch_submit.py": ("tests/ops/test_batch_submit.py",),
+    "ops/batch_file.py": ("tests/ops/test_batch_submit.py",),
     "ops/cold_start.py": ("tests/ops/test_cold_start.py",),
     "render/progress.py": ("tests/render/test_progress_steps.py",),
     "render/files.py": ("tests/render/test_files_rules.py",),

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import google.auth
 import google.cloud.storage as storage
 import pytest
 import requests
+from google.auth.exceptions import DefaultCredentialsError
 
+from ops.batch_file import check, max_model_len, prompt_tokens
 from ops.batch_submit import main, submit
 
-LINES = b'{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n' * 1000
+LINES = b"".join(b'{"custom_id": "r%d", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n' % i for i in range(1000))
 
 
 @pytest.fixture
@@ -34,8 +38,8 @@ def test_a_name_given_replaces_the_files_own(bucket: storage.Bucket, batch_file:
 
 
 def test_the_command_prints_where_the_file_went(bucket: storage.Bucket, batch_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main([str(batch_file), "--bucket", bucket.name])
-    main([str(batch_file), "--bucket", bucket.name, "--name", "second.jsonl"])
+    main([str(batch_file), "--bucket", bucket.name, "--stack", "batch"])
+    main([str(batch_file), "--bucket", bucket.name, "--stack", "batch", "--name", "second.jsonl"])
     assert capsys.readouterr().out.splitlines() == [f"gs://{bucket.name}/input/nightly.jsonl", f"gs://{bucket.name}/input/second.jsonl"]
 
 
@@ -45,7 +49,7 @@ def test_the_command_never_replaces_a_waiting_batch_and_says_why(
 ) -> None:
     bucket.blob(f"input/{name}").upload_from_string(b"waiting")
     with pytest.raises(SystemExit) as stopped:
-        main([str(batch_file), "--bucket", bucket.name, *args])
+        main([str(batch_file), "--bucket", bucket.name, "--stack", "batch", *args])
     assert str(stopped.value) == (
         f"gs://{bucket.name}/input/{name} exists: a batch of that name is waiting or running; choose another --name"
     )
@@ -56,6 +60,9 @@ def test_the_command_needs_the_bucket(batch_file: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as stopped:
         main([str(batch_file)])
     assert stopped.value.code == 2 and "--bucket" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main([str(batch_file), "--bucket", "b"])
+    assert stopped.value.code == 2 and "--stack" in capsys.readouterr().err
 
 
 class CountingSession(requests.Session):
@@ -88,7 +95,91 @@ def test_the_command_says_what_it_does_and_what_each_option_is(capsys: pytest.Ca
         main(["--help"])
     assert stopped.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert shown.startswith("usage: python -m ops.batch_submit [-h] --bucket BUCKET [--name NAME] file")
-    assert "file Upload an OpenAI Batch API file to the stack's bucket. positional arguments:" in shown
+    assert shown.startswith("usage: python -m ops.batch_submit [-h] --bucket BUCKET --stack STACK [--name NAME] file")
+    assert "Check an OpenAI Batch API file line by line, then upload it to the stack's bucket; a bad line uploads nothing." in shown
+    assert "--stack STACK the stack that serves the batch: its Pulumi.<stack>.yaml gives maxModelLen" in shown
     assert "--bucket BUCKET the stack's batch bucket (pulumi stack output batchBucket)" in shown
     assert "--name NAME object name under input/ (default: the file's name)" in shown
+
+
+# --- the file is checked whole before anything goes up ----------------------------------------------
+
+
+def request(custom_id: str, **body: Any) -> str:
+    return json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body})
+
+
+def test_every_bad_line_is_reported_by_its_number_and_nothing_is_uploaded(bucket: storage.Bucket, tmp_path: Path) -> None:
+    # With the role's 4 characters, 4,000 characters: about 1,000 tokens at 4 characters each.
+    messages = [{"role": "user", "content": "x" * 3996}]
+    text = "\n".join(
+        [
+            request("a", messages=[{"role": "user", "content": "hi"}], max_tokens=100),
+            "{not json",
+            "",  # a blank line is no request, as the runner reads it
+            json.dumps({"custom_id": "c", "method": "POST", "url": "/v1/embeddings", "body": {}}),
+            request("a", max_tokens=10),
+            request("e", messages=messages, max_tokens=2000),
+            request("f", max_tokens="many"),
+            json.dumps({"method": "POST", "url": "/v1/completions", "body": {"prompt": "hi"}}),
+            request("h", messages=messages, max_tokens=1560),
+        ]
+    )
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(text + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        main([str(path), "--bucket", bucket.name, "--stack", "batch"])
+    report = str(stopped.value).splitlines()
+    assert [line.split(":", 1)[0] for line in report[:-1]] == ["line 2", "line 4", "line 5", "line 6", "line 7", "line 8"]
+    assert "url '/v1/embeddings' is not supported" in report[1]
+    assert "custom_id 'a' was already used" in report[2]
+    # The batch stack's serving.maxModelLen is the default 2,560: 1,000 of prompt leave 1,560 (line 9 fits exactly).
+    assert report[3] == (
+        "line 6: max_tokens 2000 and a prompt of about 1000 tokens exceed the stack's serving.maxModelLen 2560; vLLM refuses it. "
+        "max_tokens: at most 1560"
+    )
+    assert report[4] == 'line 7: max_tokens must be a positive whole number, got "many"'
+    assert "custom_id must be a non-empty string" in report[5]
+    assert report[-1] == f"{path}: 6 bad line(s); nothing uploaded"
+    assert list(bucket.list_blobs()) == []
+
+
+def test_a_prompt_is_estimated_at_four_characters_a_token_and_token_ids_count_as_they_are() -> None:
+    chat = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x" * 398}]}]}
+    # "user" and the text part's type count too: 4 + 4 + 398 characters.
+    assert prompt_tokens("/v1/chat/completions", chat) == 102
+    assert prompt_tokens("/v1/completions", {"prompt": list(range(700))}) == 700
+    # Several prompts in one request are answered one by one: the longest must fit.
+    assert prompt_tokens("/v1/completions", {"prompt": ["x" * 40, "x" * 400]}) == 100
+
+
+def test_a_max_completion_tokens_is_held_to_the_same_room(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(request("a", messages=[{"role": "user", "content": "x" * 400}], max_completion_tokens=2500) + "\n")
+    (problem,) = check(path, max_model_len("batch"))
+    # "user" and 400 characters: 101 tokens.
+    assert problem.startswith("line 1: max_completion_tokens 2500 and a prompt of about 101 tokens")
+    assert check(path, 2601) == []
+
+
+def test_an_unknown_stack_is_named_with_the_stacks_there(batch_file: Path) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main([str(batch_file), "--bucket", "b", "--stack", "staging"])
+    assert str(stopped.value).startswith("--stack staging: there is no Pulumi.staging.yaml; stacks here: batch, dev")
+
+
+def test_without_application_default_credentials_it_says_how_to_log_in(
+    batch_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No emulator and no credentials on this machine: google.auth finds none, as on a laptop never logged in.
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+
+    def no_credentials(*args: Any, **kwargs: Any) -> Any:
+        raise DefaultCredentialsError("Your default credentials were not found.")  # type: ignore[no-untyped-call]
+
+    monkeypatch.setattr(google.auth, "default", no_credentials)
+    with pytest.raises(SystemExit) as stopped:
+        main([str(batch_file), "--bucket", "b", "--stack", "batch"])
+    message = str(stopped.value)
+    assert "Application Default Credentials" in message and "`gcloud auth application-default login`" in message
+    assert "nothing was uploaded" in message and "Traceback" not in capsys.readouterr().err
