@@ -42,8 +42,9 @@ DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 # The variable the engine's shared compile cache is mounted at (components/replicas.py sets it).
 COMPILE_CACHE_ROOT = "VLLM_CACHE_ROOT"
-# How the estimates' keys read in the comment.
-LABELS = {"whenIdle": "scaled to zero"}
+# The estimates' dollar figures (per hour, or a whole commitment in USD), and how their keys read in the comment.
+DOLLAR_KEYS = ("costPerHour", "Usd")
+LABELS = {"whenIdle": "scaled to zero", "committed": "committed capacity", "committed.term.totalUsd": "whole committed term"}
 FRACTIONS = {(1, 1): "all", (1, 2): "half", (1, 3): "a third", (2, 3): "two thirds", (1, 4): "a quarter", (3, 4): "three quarters"}
 
 
@@ -261,16 +262,16 @@ def _workload_lines(found: list[Change], before: Side, after: Side) -> list[str]
 
 
 def _cost_lines(before: Side, after: Side) -> list[str]:
-    """Cost per hour before and after, and every idle or committed figure the estimates give."""
+    """Cost per hour before and after, then every other dollar figure of the estimates: idle, committed capacity."""
     old, new = flatten(before.estimates), flatten(after.estimates)
-    keys = [k for k in sorted(set(old) | set(new)) if k.endswith("costPerHour") or "committed" in k.lower()]
+    keys = [k for k in sorted(set(old) | set(new)) if k.endswith(DOLLAR_KEYS)]
     keys.sort(key=lambda k: k != "costPerHour")
     parts = []
     for key in keys:
         name = key.removesuffix(".costPerHour")
         label = "" if key == "costPerHour" else f"{LABELS.get(name, name)}: "
-        was, now = old.get(key), new.get(key)
-        shown = _money(now) if was == now else f"{_money(was)} -> {_money(now)}"
+        was, now = (_money(side[key]) if key in side else "none" for side in (old, new))
+        shown = now if was == now else f"{was} -> {now}"
         parts.append(f"{label}{shown}")
     return [f"- **Cost per hour**: {'; '.join(parts)}."] if parts else []
 

@@ -100,3 +100,24 @@ def test_a_new_stack_is_all_creation_under_its_note(tmp_path: Path, capsys: pyte
     assert consequences(text)[2] == "New stack: diffed against nothing."
     assert "nothing replaced or deleted" in text and "created" in text
     assert "Cut at 5 of" in text
+
+
+def test_the_cost_line_shows_every_dollar_figure_of_the_estimates_and_nothing_else(tmp_path: Path) -> None:
+    def side(name: str, estimates: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "outputs.yaml").write_text(f"estimates:\n{estimates}")
+        (folder / "plan.txt").write_text("stack\n")
+        return folder
+
+    before = side("before", "  costPerHour: 33.12\n  whenIdle: {costPerHour: 0.51}\n")
+    after = side(
+        "after",
+        "  costPerHour: 478.2\n  whenIdle: {costPerHour: 445.16}\n"
+        "  committed: {nodes: 5, costPerHour: 444.65, term: {hours: 1488, totalUsd: 661639.2}, basis: a calendar reservation}\n",
+    )
+    (cost,) = [line for line in review("dev", before, after).splitlines() if line.startswith("- **Cost per hour**")]
+    assert cost == (
+        "- **Cost per hour**: $33.12 -> $478.20; committed capacity: none -> $444.65; "
+        "whole committed term: none -> $661,639.20; scaled to zero: $0.51 -> $445.16."
+    )
