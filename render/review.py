@@ -37,6 +37,8 @@ STATEFUL: dict[str, str] = {
     "kubernetes:storage.k8s.io/v1:StorageClass": "the class the model cache's volumes are made from",
     "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": "every object of its kind, cluster-wide",
 }
+# Beyond this many, creations are counted by kind (a new chart brings dozens of objects).
+MAX_NAMED_CREATIONS = 8
 # Kubernetes' defaults for a RollingUpdate without numbers, and for a Deployment without a progress deadline.
 DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
@@ -185,25 +187,35 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
+def _kind_of(change: Change) -> str:
+    """A resource's kind as a reader names it: ``Subnetwork``, a chart object's ``ClusterRole``."""
+    return change.type.rsplit(":", 1)[-1].strip()
+
+
 def _resource_lines(found: list[Change]) -> list[str]:
-    grave = [c for c in found if c.action in ("refused", "replace", "delete")]
-    created = sum(c.action == "create" for c in found)
-    updated = [f"{c.type.rsplit(':', 1)[-1]} `{c.name}`" for c in found if c.action == "update"]
-    head = [
-        f"{_plural(len(grave), 'replacement or deletion')}" if grave else "nothing replaced or deleted",
-        f"{created} created" if created else "nothing created",
-        f"{len(updated)} updated in place ({', '.join(updated)})" if updated else "nothing updated",
+    """What is refused, replaced, deleted (each named, stateful ones flagged), created and updated in place."""
+    verbs = {"refused": "refused", "replace": "replaced", "delete": "deleted", "create": "created"}
+    counts = [
+        f"{sum(c.action == action for c in found)} {verb}" for action, verb in verbs.items() if any(c.action == action for c in found)
     ]
-    lines = [f"- **Resources**: {'; '.join(head)}."]
-    for change in found:
-        if change.action not in ("refused", "replace", "delete", "create"):
-            continue
-        kind = change.type.rsplit(":", 1)[-1]
-        flag = f" **stateful: {STATEFUL[change.type]}**" if change.type in STATEFUL and change.action != "create" else ""
-        why = f" ({', '.join(change.because)})" if change.because and change.action != "create" else ""
+    updated = [f"{_kind_of(c)} `{c.name}`" for c in found if c.action == "update"]
+    if updated:
+        counts.append(f"{len(updated)} updated in place ({', '.join(updated)})")
+    lines = [f"- **Resources**: {'; '.join(counts) or 'no change'}."]
+    grave = [c for c in found if c.action in ("refused", "replace", "delete")]
+    for change in grave:
+        flag = f" **stateful: {STATEFUL[change.type]}**" if change.type in STATEFUL else ""
+        why = f" ({', '.join(change.because)})" if change.because else ""
         under = f"; {change.depended_on()}" if change.dependents else ""
-        verb = {"refused": "refused", "replace": "replaces", "delete": "deletes", "create": "creates"}[change.action]
-        lines.append(f"  - {verb} {kind} `{change.name}`{flag}{why}{under}")
+        lines.append(f"  - {verbs[change.action]}: {_kind_of(change)} `{change.name}`{flag}{why}{under}")
+    created = [c for c in found if c.action == "create"]
+    if len(created) <= MAX_NAMED_CREATIONS:
+        lines += [f"  - created: {_kind_of(c)} `{c.name}`" for c in created]
+    else:
+        kinds: dict[str, int] = {}
+        for change in created:
+            kinds[_kind_of(change)] = kinds.get(_kind_of(change), 0) + 1
+        lines.append("  - created: " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda item: (-item[1], item[0]))))
     return lines
 
 
@@ -218,16 +230,19 @@ def _workload_lines(found: list[Change], before: Side, after: Side) -> list[str]
         deployment = record["inputs"]
         rollout = rollout_of(deployment, _scaled_max(after.records or [], change.name))
         previous = old[change.key]["inputs"] if change.key in old else None
-        count = f"up to {rollout.replicas} (autoscaled)" if rollout.autoscaled else f"{rollout.replicas}"
+        count = f"up to {rollout.replicas}, autoscaled" if rollout.autoscaled else f"all {rollout.replicas}"
         starting = False
         if change.action == "replace":
-            lines.append(f"- **Pods**: Deployment `{change.name}` is replaced: all {count} pods stop and start anew, none serving between.")
+            lines.append(
+                f"- **Pods**: Deployment `{change.name}` is replaced: its pods ({count}) stop and start anew, none serving between."
+            )
             starting = True
         elif change.restarts_pods and rollout.replicas:
             per_round = "all at once (Recreate)" if rollout.recreate else f"{rollout.surge + rollout.unavailable} at a time"
             total = rollout.rounds * rollout.round_seconds
             lines.append(
-                f"- **Rollout**: Deployment `{change.name}` restarts its {count} pods in {_plural(rollout.rounds, 'round')}, {per_round}: "
+                f"- **Rollout**: Deployment `{change.name}` restarts its pods ({count}) "
+                f"in {_plural(rollout.rounds, 'round')}, {per_round}: "
                 f"up to ~{_minutes(total)} ({rollout.rounds} x {_minutes(rollout.round_seconds)}, each round a cold start "
                 "within the Deployment's progress deadline)."
             )
@@ -238,7 +253,8 @@ def _workload_lines(found: list[Change], before: Side, after: Side) -> list[str]
                 )
             else:
                 lines.append(
-                    f"- **Capacity during it**: none missing: {rollout.surge} extra replica(s) start before old ones stop, "
+                    f"- **Capacity during it**: none missing: {_plural(rollout.surge, 'extra replica')} "
+                    f"start{'s' if rollout.surge == 1 else ''} before old ones stop, "
                     "which needs a spare node."
                 )
             starting = True

@@ -17,7 +17,7 @@ from render.changes import write_records
 from render.cli import main
 from render.engine import Render
 from render.files import write
-from render.review import review
+from render.review import review, rollout_of
 from tests.conftest import render_with, rendered
 
 REVIEWS = Path(__file__).resolve().parent / "reviews"
@@ -57,9 +57,9 @@ def test_a_new_image_on_prod_leads_with_three_rounds_105_minutes_a_third_down_a_
 ) -> None:
     heading, _, resources, rollout, capacity, cache, cost = consequences(comment(tmp_path, "prod-image-v0.18.1-to-v0.33.0"))
     assert heading == "### `prod`"
-    assert "nothing replaced or deleted" in resources and "Deployment `vllm`" in resources
+    assert resources == "- **Resources**: 1 updated in place (Deployment `vllm`)."
     # 12 replicas, 4 at a time (rollout.parallelism) keeping 8 serving: 3 rounds, each a cold start of 25 min + 10.
-    assert "restarts its 12 pods in 3 rounds, 4 at a time: up to ~105 min (3 x 35 min" in rollout
+    assert "restarts its pods (all 12) in 3 rounds, 4 at a time: up to ~105 min (3 x 35 min" in rollout
     assert "4 of 12 replicas (a third of the capacity) down at a time; 8 keep serving" in capacity
     assert cache.startswith("- **Compile cache**: **cold**: a new compile-cache entry for the new image")
     assert "`vllm-openai:v0.18.1` -> `vllm-openai:v0.33.0`" in cache
@@ -86,7 +86,7 @@ def test_a_subnet_replacement_is_flagged_stateful_and_names_the_cluster_on_it(tm
     base = folder(rendered("dev"), tmp_path / "base")
     head = folder(render_with("dev", network={"nodeCidr": "10.16.0.0/20"}), tmp_path / "head")
     (line,) = [line for line in consequences(review("dev", base, head)) if "Subnetwork" in line]
-    assert line.startswith("  - replaces Subnetwork `nodes` **stateful")
+    assert line.startswith("  - replaced: Subnetwork `nodes` **stateful")
     assert "IsShrinkageIpCidr" in line and line.endswith("Cluster gke depends on it")
 
 
@@ -98,7 +98,9 @@ def test_a_new_stack_is_all_creation_under_its_note(tmp_path: Path, capsys: pyte
     main(["review", "dev", str(absent), str(head), "--note", "New stack: diffed against nothing.", "--max-lines", "5"])
     text = capsys.readouterr().out
     assert consequences(text)[2] == "New stack: diffed against nothing."
-    assert "nothing replaced or deleted" in text and "created" in text
+    # A new stack creates everything, counted by kind.
+    assert consequences(text)[4].startswith("- **Resources**: ") and consequences(text)[4].endswith(" created.")
+    assert "replaced" not in text.split("<details>")[0] and "  - created: " in text
     assert "Cut at 5 of" in text
 
 
@@ -121,3 +123,25 @@ def test_the_cost_line_shows_every_dollar_figure_of_the_estimates_and_nothing_el
         "- **Cost per hour**: $33.12 -> $478.20; committed capacity: none -> $444.65; "
         "whole committed term: none -> $661,639.20; scaled to zero: $0.51 -> $445.16."
     )
+
+
+def test_an_autoscaled_stack_rolls_its_ceiling_one_surge_replica_at_a_time(tmp_path: Path) -> None:
+    base = folder(rendered("batch"), tmp_path / "base")
+    head = folder(render_with("batch", serving={"image": "vllm/vllm-openai:v0.33.0"}), tmp_path / "head")
+    text = "\n".join(consequences(review("batch", base, head)))
+    # autoscaling.maxReplicas 4, one replica surging at a time (a lone serving replica): 4 rounds of a 35-minute deadline.
+    assert "restarts its pods (up to 4, autoscaled) in 4 rounds, 1 at a time: up to ~140 min" in text
+    assert "none missing: 1 extra replica starts before old ones stop, which needs a spare node" in text
+
+
+@pytest.mark.parametrize(
+    ("strategy", "replicas", "rounds", "down"),
+    [
+        ({}, 8, 2, 2),  # Kubernetes' defaults: 25% surge (2) and 25% unavailable (2)
+        ({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "50%"}}, 5, 3, 2),  # 50% of 5 rounds down
+        ({"type": "Recreate"}, 3, 1, 3),
+    ],
+)
+def test_rounds_and_replicas_down_follow_the_deployments_strategy(strategy: dict[str, Any], replicas: int, rounds: int, down: int) -> None:
+    rollout = rollout_of({"spec": {"replicas": replicas, "strategy": strategy}}, None)
+    assert (rollout.rounds, rollout.down, rollout.round_seconds) == (rounds, down, 600)
