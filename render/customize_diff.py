@@ -51,9 +51,8 @@ def _turned_off(old: Any, new: Any) -> bool:
 
 def _autopilot_dns_domain(before: Inputs, after: Inputs) -> bool:
     """resource_container_cluster.go ``containerClusterAutopilotCustomizeDiff``: an Autopilot cluster cannot change
-    ``dns_config.0.additive_vpc_scope_dns_domain`` in place."""
-    field = "dnsConfig.additiveVpcScopeDnsDomain"
-    return bool(after.get("enableAutopilot")) and value_at(before, field) != value_at(after, field)
+    ``dns_config.0.additive_vpc_scope_dns_domain`` in place (the rule is asked only once that field changed)."""
+    return bool(after.get("enableAutopilot"))
 
 
 def _beta_api_removed(before: Inputs, after: Inputs) -> bool:
@@ -70,7 +69,8 @@ CONDITIONS: dict[str, Callable[[Any, Any], bool]] = {
     "isBeenEnabled": _turned_off,
     "isPolicyLocked": _turned_off,
 }
-# A CustomizeDiff function that calls ``ForceNew`` itself: whether it does, on the whole inputs before and after.
+# A CustomizeDiff function that calls ``ForceNew`` itself: whether it does, on the whole inputs before and after,
+# once the field it forces has changed.
 FUNCTIONS: dict[str, Callable[[Inputs, Inputs], bool]] = {
     "containerClusterAutopilotCustomizeDiff": _autopilot_dns_domain,
     "containerClusterEnableK8sBetaApisCustomizeDiff": _beta_api_removed,
@@ -93,12 +93,13 @@ class ForceNewRule:
     source: str
 
     def forces(self, before: Inputs, after: Inputs) -> bool:
+        """Whether the provider replaces, the rule's field having changed."""
         if self.function in CONDITIONS:
             return CONDITIONS[self.function](value_at(before, self.field), value_at(after, self.field))
         return FUNCTIONS[self.function](before, after)
 
     def reason(self) -> str:
-        return f"{self.field} ({_WHY[self.function]}: google-beta {self.function}, {self.source.rsplit('/', 1)[-1]})"
+        return f"{self.field} ({_WHY[self.function]}: {self.source} {self.function})"
 
 
 @cache

@@ -11,7 +11,7 @@ import pytest
 
 from dev.provider_schema import RESOURCES, custom_diff_entries, customize_diff, read_resource
 from render.changes import Change, changes
-from render.customize_diff import CONDITIONS, FUNCTIONS, rules, vendored
+from render.customize_diff import CONDITIONS, FUNCTIONS, rules, value_at, vendored
 
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -48,6 +48,11 @@ def test_every_customize_diff_entry_that_can_force_new_has_a_model() -> None:
         ("10.0.0.0/20", "10.0.0.0/21", "replace"),  # a shrink
         ("10.0.0.0/20", "10.0.8.0/19", "update"),  # the /19 holding the old /20 (its host bits ignored, as net.ParseCIDR does)
         ("10.0.0.0/20", "10.0.0.0/16", "update"),
+        ("10.0.0.0/31", "10.0.0.1/32", "replace"),  # holds the last address, not the first
+        ("10.0.0.0/31", "10.0.0.0/32", "replace"),  # holds the first address, not the last
+        ("10.0.0.1/20", "10.16.0.0/20", "replace"),  # host bits on either side are ignored, as net.ParseCIDR does
+        ("10.0.0.0/20", "10.16.0.1/20", "replace"),
+        ("10.0.0.0/20", "not a range", "update"),  # unreadable: the provider's own validation refuses it, this forces nothing
     ],
 )
 def test_a_subnet_range_is_updated_only_when_the_new_one_holds_the_old(old: str, new: str, action: str) -> None:
@@ -68,6 +73,9 @@ def test_a_beta_api_removed_from_a_cluster_replaces_it_and_one_added_updates_it(
 
     assert classify(CLUSTER, cluster("a/v1beta1", "b/v1beta1"), cluster("a/v1beta1")).action == "replace"
     assert classify(CLUSTER, cluster("a/v1beta1"), cluster("a/v1beta1", "b/v1beta1")).action == "update"
+    # One API for another (a change inside the list), and the whole block removed, both remove one.
+    assert classify(CLUSTER, cluster("a/v1beta1"), cluster("b/v1beta1")).action == "replace"
+    assert classify(CLUSTER, cluster("a/v1beta1"), {"name": "c"}).action == "replace"
 
 
 def test_an_autopilot_clusters_additive_dns_domain_replaces_it_and_a_standard_clusters_does_not() -> None:
@@ -82,6 +90,20 @@ def test_unlocking_a_buckets_retention_policy_replaces_it_and_locking_updates_it
     locked, unlocked = {"name": "b", "retentionPolicy": {"isLocked": True}}, {"name": "b", "retentionPolicy": {"isLocked": False}}
     assert classify(BUCKET, locked, unlocked).action == "replace"
     assert classify(BUCKET, unlocked, locked).action == "update"
+
+
+def test_a_replacement_says_why_and_cites_the_go_function_and_its_file() -> None:
+    change = classify(SUBNET, {"name": "s", "ipCidrRange": "10.0.0.0/20"}, {"name": "s", "ipCidrRange": "10.16.0.0/20"})
+    assert change.because == (
+        "ipCidrRange (the new range does not hold the old one: google-beta/services/compute/resource_compute_subnetwork.go "
+        "IsShrinkageIpCidr)",
+    )
+
+
+def test_a_value_is_read_at_its_dotted_path_and_missing_below_a_plain_value() -> None:
+    assert value_at({"a": {"b": 1}}, "a.b") == 1
+    assert value_at({"a": "x"}, "a.b") is None
+    assert value_at({}, "a.b") is None
 
 
 def test_a_rule_names_its_go_function_and_file() -> None:
