@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from facts.vllm import CACHE_ROOT_ENV
 from render.changes import Change, changes, read_records, summary
 from render.files import PLAN_FILE, RECORDS_FILE, changed_files, diff, flatten, short
 
@@ -42,8 +43,6 @@ MAX_NAMED_CREATIONS = 8
 # Kubernetes' defaults for a RollingUpdate without numbers, and for a Deployment without a progress deadline.
 DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
-# The variable the engine's shared compile cache is mounted at (components/replicas.py sets it).
-COMPILE_CACHE_ROOT = "VLLM_CACHE_ROOT"
 # The estimates' dollar figures (per hour, or a whole commitment in USD), and how their keys read in the comment.
 DOLLAR_KEYS = ("costPerHour", "Usd")
 LABELS = {"whenIdle": "scaled to zero", "committed": "committed capacity", "committed.term.totalUsd": "whole committed term"}
@@ -155,7 +154,7 @@ def _scaled_max(records: list[dict[str, Any]], name: str) -> int | None:
 def _engine(deployment: dict[str, Any] | None) -> dict[str, Any] | None:
     """The container that mounts the shared compile cache, if the Deployment runs one."""
     containers = ((deployment or {}).get("spec", {}).get("template", {}).get("spec", {}) or {}).get("containers", [])
-    return next((c for c in containers if any(e.get("name") == COMPILE_CACHE_ROOT for e in c.get("env", []))), None)
+    return next((c for c in containers if any(e.get("name") == CACHE_ROOT_ENV for e in c.get("env", []))), None)
 
 
 def _compile_cache(before: dict[str, Any] | None, after: dict[str, Any], estimates: dict[str, Any], starting: bool) -> str | None:
