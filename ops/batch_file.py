@@ -58,15 +58,22 @@ def _texts(value: Any) -> Iterator[str]:
             yield from _texts(item)
 
 
-def prompt_tokens(url: str, body: dict[str, Any]) -> int:
-    """The prompt's tokens, estimated: token ids count as they are, text by its characters."""
-    prompt = body.get("messages") if url == "/v1/chat/completions" else body.get("prompt")
+def _tokens(prompt: Any) -> int:
+    """One prompt's tokens, estimated: token ids count as they are, text by its characters."""
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
         return len(prompt)
-    if url == "/v1/completions" and isinstance(prompt, list) and prompt:
-        # Several prompts in one request: each is answered on its own, the longest must fit.
-        return max(prompt_tokens(url, {"prompt": one}) for one in prompt)
     return math.ceil(sum(len(text) for text in _texts(prompt)) / CHARACTERS_PER_TOKEN)
+
+
+def prompt_tokens(url: str, body: dict[str, Any]) -> int:
+    """The prompt's tokens, estimated: a chat's messages, or a completion's prompt."""
+    if url == "/v1/chat/completions":
+        return _tokens(body.get("messages"))
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and prompt and not all(isinstance(t, int) for t in prompt):
+        # Several prompts in one request: each is answered on its own, the longest must fit.
+        return max(_tokens(one) for one in prompt)
+    return _tokens(prompt)
 
 
 def _fits(number: int, request: lines.Request, model_len: int) -> str | None:

@@ -183,3 +183,47 @@ def test_without_application_default_credentials_it_says_how_to_log_in(
     message = str(stopped.value)
     assert "Application Default Credentials" in message and "`gcloud auth application-default login`" in message
     assert "nothing was uploaded" in message and "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "problem"),
+    [
+        (1, None),
+        (0, "line 1: max_tokens must be a positive whole number, got 0"),
+        (True, "line 1: max_tokens must be a positive whole number, got true"),
+        (2558, None),  # "user" and "hi", 6 characters: 2 tokens, 2,558 of room
+        (
+            2559,
+            "line 1: max_tokens 2559 and a prompt of about 2 tokens exceed the stack's serving.maxModelLen 2560; vLLM refuses it. "
+            "max_tokens: at most 2558",
+        ),
+    ],
+)
+def test_max_tokens_is_a_positive_number_within_the_room_the_prompt_leaves(tmp_path: Path, max_tokens: Any, problem: str | None) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(request("a", messages=[{"role": "user", "content": "hi"}], max_tokens=max_tokens) + "\n")
+    assert check(path, 2560) == ([problem] if problem else [])
+
+
+@pytest.mark.parametrize(("characters", "said"), [(4 * 2559, "at most 1"), (4 * 2560, "none: the prompt alone is too long")])
+def test_a_prompt_that_leaves_no_room_says_so(tmp_path: Path, characters: int, said: str) -> None:
+    path = tmp_path / "one.jsonl"
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x" * characters, "max_tokens": 2}}
+    path.write_text(json.dumps(line) + "\n")
+    (problem,) = check(path, 2560)
+    assert problem.endswith(f"max_tokens: {said}")
+
+
+def test_a_stack_file_that_does_not_validate_says_which_key(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: llm\n")
+    (tmp_path / "Pulumi.broken.yaml").write_text("config:\n  llm:project: p\n  llm:nodes: -1\n")
+    with pytest.raises(SystemExit) as stopped:
+        max_model_len("broken", tmp_path)
+    head, *problems = str(stopped.value).splitlines()
+    assert head == "Pulumi.broken.yaml does not validate:"
+    assert any(line.startswith("llm:nodes: -1") for line in problems), problems
+
+
+def test_each_of_several_prompts_must_fit_and_token_ids_count_one_each() -> None:
+    assert prompt_tokens("/v1/completions", {"prompt": [[1, 2, 3], list(range(10))]}) == 10
+    assert prompt_tokens("/v1/completions", {"prompt": "x" * 9}) == 3
