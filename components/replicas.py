@@ -18,7 +18,7 @@ from components.options import AWAIT_MARGIN_MINUTES, child_options
 from components.programs import REPOSITORY
 from facts.engine_flags import written_flags
 from facts.gke import GPUS_PER_NODE
-from facts.vllm import FIRST_ANSWER_SECONDS, JIT_CACHE_FOLDERS
+from facts.vllm import CACHE_ROOT_ENV, FIRST_ANSWER_SECONDS, JIT_CACHE_FOLDERS
 from plan.stack import CacheMount, Drain, EngineProfile, ReplicasSpec
 
 PORT_NAME = "http"
@@ -118,7 +118,7 @@ def pod_template(spec: ReplicasSpec, *, hf_token: SecretRef | None, api_key: Sec
     if spec.compile_cache is not None:
         compile_cache = spec.compile_cache
         # vLLM keys each entry below this root by its config, code and torch (vllm/compilation/backends.py).
-        env.append({"name": "VLLM_CACHE_ROOT", "value": compile_cache.folder})
+        env.append({"name": CACHE_ROOT_ENV, "value": compile_cache.folder})
         # Triton's, FlashInfer's and Inductor's JIT caches too, else each new node compiles their kernels again.
         env.extend({"name": name, "value": f"{compile_cache.folder}/{folder}"} for name, folder in sorted(JIT_CACHE_FOLDERS.items()))
         volumes.append(

@@ -2,7 +2,10 @@
 
 Usage: ``python dev/provider_schema.py <terraform-provider-google-beta checkout> <commit>``
 writes ``render/vendor/replacements/gcp.yaml`` (ForceNew fields: a change replaces the
-resource) and ``render/vendor/constraints/gcp.yaml`` (what the provider checks before
+resource), ``render/vendor/replacements/gcp-customize-diff.yaml`` (each resource's
+``CustomizeDiff`` functions and the fields each can force new: a replacement decided
+on the values, such as a subnet range that no longer holds the old one) and
+``render/vendor/constraints/gcp.yaml`` (what the provider checks before
 it calls the API: Required, MaxItems/MinItems, ExactlyOneOf, ConflictsWith,
 RequiredWith, AtLeastOneOf and the validators of enums, ranges, patterns, RFC
 3339 times and CIDR ranges).
@@ -30,6 +33,8 @@ REPOSITORY = "hashicorp/terraform-provider-google-beta"
 ROOT = Path(__file__).resolve().parent.parent
 IAM_MEMBER = ("google-beta/tpgiamresource/resource_iam_member.go", "IamMemberBaseSchema")
 SERVICES = "google-beta/services"
+# The Terraform plugin SDK's helpers that force new when a condition on the old and new value holds.
+FORCE_NEW_IF_CHANGE = ("customdiff.ForceNewIfChange", "customdiff.ForceNewIfChangeExceptUnknown")
 # Every gcp resource type the program registers: (file, function or variable holding its schema), merged in order.
 RESOURCES: dict[str, list[tuple[str, str]]] = {
     "gcp:artifactregistry/repository:Repository": [
@@ -493,6 +498,69 @@ def _pulumi_key(tf_key: str, schema: Schema) -> str:
     return pulumi
 
 
+# --- CustomizeDiff: replacements decided on the values --------------------------------------------
+
+
+def _function_span(tokens: list[Token], name: str) -> tuple[int, int] | None:
+    """Token range of the body of top-level function ``name``."""
+    for i, token in enumerate(tokens[:-1]):
+        if token.text == "func" and tokens[i + 1].text == name:
+            j = i + 2
+            while tokens[j].text != "{":
+                j = _skip_balanced(tokens, j) if tokens[j].text in ("(", "[") else j + 1
+            return j, _skip_balanced(tokens, j)
+    return None
+
+
+def customize_diff(source: str, symbol: str) -> list[Any]:
+    """The entries of a resource's ``CustomizeDiff`` (``customdiff.All`` unpacked); none for a bare schema."""
+    tokens = tokenize(source)
+    span = _function_span(tokens, symbol)
+    if span is None:
+        return []
+    for i in range(*span):
+        if tokens[i].text == "CustomizeDiff" and tokens[i + 1].text == ":":
+            found = parse_expr(tokens, i + 2)[0]
+            return list(found.args) if isinstance(found, Call) and found.func == "customdiff.All" else [found]
+    return []
+
+
+def forced_fields(sources: dict[str, str], name: str, seen: set[str] | None = None) -> list[str]:
+    """Terraform keys a function passes to ``ForceNew``, through the functions of the same files it calls."""
+    seen = seen if seen is not None else set()
+    seen.add(name)
+    forced: list[str] = []
+    for source in sources.values():
+        tokens = tokenize(source)
+        span = _function_span(tokens, name)
+        if span is None:
+            continue
+        for i in range(*span):
+            text = tokens[i].text
+            if text.endswith(".ForceNew") and tokens[i + 1].text == "(" and tokens[i + 2].kind == "str":
+                forced.append(_string(tokens[i + 2]))
+            elif tokens[i].kind == "ident" and tokens[i + 1].text == "(" and text not in seen and "." not in text:
+                forced.extend(f for f in forced_fields(sources, text, seen) if f not in forced)
+    return forced
+
+
+def custom_diff_entries(entries: list[Any], sources: dict[str, str], schema: Schema) -> list[dict[str, Any]]:
+    """Each ``CustomizeDiff`` entry by name, with the Pulumi fields it can force new."""
+    found: list[dict[str, Any]] = []
+    for entry in entries:
+        if isinstance(entry, Call) and entry.func in FORCE_NEW_IF_CHANGE:
+            key, condition = entry.args
+            found.append({"call": entry.func, "field": _pulumi_key(key, schema), "condition": _text(condition)})
+            continue
+        name = entry.name if isinstance(entry, Ident) else entry.func if isinstance(entry, Call) else _text(entry)
+        # A function of another package (tpgresource.X) is looked up in that package's files.
+        package, _, function = name.rpartition(".")
+        scope = {path: text for path, text in sources.items() if path.split("/")[-2] == package} if package else sources
+        forced = forced_fields(scope, function)
+        found.append({"function": name, **({"forcesNew": [_pulumi_key(k, schema) for k in forced]} if forced else {})})
+    return found
+
+
 def main(checkout: str, commit: str) -> None:
     def show(path: str) -> str:
         return subprocess.run(["git", "-C", checkout, "show", f"{commit}:{path}"], capture_output=True, text=True, check=True).stdout
@@ -503,13 +571,26 @@ def main(checkout: str, commit: str) -> None:
     )
     replacements = ["# Fields whose change makes pulumi-gcp replace the resource (Terraform ForceNew).\n", provenance]
     constraints: dict[str, Any] = {}
+    custom_diffs: dict[str, Any] = {}
+    # CustomizeDiff helpers shared by every resource (tpgresource.X) are read from their package.
+    shared_folder = "google-beta/tpgresource"
+    listed = subprocess.run(
+        ["git", "-C", checkout, "ls-tree", "--name-only", f"{commit}:{shared_folder}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    shared = {f"{shared_folder}/{name}": show(f"{shared_folder}/{name}") for name in listed if name.endswith(".go")}
     for token, parts in RESOURCES.items():
         schema = read_resource([show(path) for path, _ in parts], [symbol for _, symbol in parts])
         files = ", ".join(dict.fromkeys(path for path, _ in parts))
         replacements.append(f"{token}:  # {files}\n")
         replacements.extend(f"  - {path}\n" for path in schema.force_new)
         constraints[token] = {"source": files, "fields": schema.fields, "unfollowed": schema.unfollowed}
+        own = {path: show(path) for path, _ in parts}
+        entries = [entry for path, symbol in parts for entry in customize_diff(own[path], symbol)]
+        custom_diffs[token] = {"source": files, "customizeDiff": custom_diff_entries(entries, {**own, **shared}, schema)}
     (ROOT / "render/vendor/replacements/gcp.yaml").write_text("".join(replacements))
+    head = "# Each resource's CustomizeDiff functions; those that can force new name the fields (forcesNew, or field and condition).\n"
+    body = yaml.safe_dump(custom_diffs, sort_keys=False, width=1000)
+    (ROOT / "render/vendor/replacements/gcp-customize-diff.yaml").write_text(head + provenance + body)
     head = "# What google-beta checks of each resource's inputs before it calls the API, by Pulumi field path.\n"
     body = yaml.safe_dump({"repository": REPOSITORY, "commit": commit, "resources": constraints}, sort_keys=False, width=1000)
     (ROOT / "render/vendor/constraints").mkdir(exist_ok=True)

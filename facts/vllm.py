@@ -99,6 +99,8 @@ FULL_SIZE_COLD_START = FullSizeStart(
 # From SIGTERM with nothing in flight to the process's exit, vLLM 0.26.0 took 4-7 s to tear down (its engine
 # manager and background resources; the real runs under tests/real_runs/, one H100, 2026-11-26): the grace must leave this after the drain.
 SHUTDOWN_TEARDOWN_SECONDS = 7
+# Where vLLM keeps its compile cache (vllm/envs.py, VLLM_CACHE_ROOT): the replicas point it at the shared bucket.
+CACHE_ROOT_ENV = "VLLM_CACHE_ROOT"
 # The engine's JIT caches beside vLLM's own (VLLM_CACHE_ROOT): each variable moves one into the shared compile
 # cache, under the folder named here. Left in the container they are lost with the node, and a new node paid
 # ~76 s of Triton and ~100 s of FlashInfer compiles (docs/cold-start.md, "The engine's JIT caches"):

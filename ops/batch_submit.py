@@ -1,4 +1,4 @@
-"""``python -m ops.batch_submit FILE --bucket B``: upload an OpenAI Batch API file to a stack's batch bucket.
+"""``python -m ops.batch_submit FILE --bucket B --stack S``: check an OpenAI Batch API file whole, then upload it to the stack's bucket.
 
 ``python -m ops.batch_submit --plan FILE [--stack S]``: what sending it would take and cost, from the stack's
 own estimates; nothing is uploaded and no credentials are needed.
@@ -13,18 +13,16 @@ from pathlib import Path
 import google.cloud.storage as storage
 import yaml
 from google.api_core.exceptions import PreconditionFailed
-from pydantic import ValidationError
+from google.auth.exceptions import DefaultCredentialsError
 
+from ops.batch_file import check, max_model_len, stack_settings
 from plan.batch_plan import BatchPlan
 from plan.stack import plan_stack
-from render.engine import stack_config
-from stacks.loading import SECRET_KEYS
-from stacks.problems import describe
-from stacks.settings import StackSettings, known_keys
 from workloads.batch import layout
 
 # Upload in 16 MiB pieces: a resumable upload, so the file is never read into memory whole.
 UPLOAD_CHUNK_BYTES = 16 * 1024 * 1024
+LOGIN = "gcloud auth application-default login"
 
 
 def submit(file: Path, bucket: str, name: str | None, client: storage.Client | None = None) -> str:
@@ -34,16 +32,6 @@ def submit(file: Path, bucket: str, name: str | None, client: storage.Client | N
     # Never replace an input already waiting or running under that name.
     blob.upload_from_filename(str(file), content_type="application/jsonl", if_generation_match=0)
     return object_name
-
-
-def stack_settings(stack: str) -> StackSettings:
-    """The settings of ``Pulumi.<stack>.yaml`` as the program reads them, offline: no Pulumi CLI, no cloud."""
-    project, config = stack_config(stack)
-    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
-    try:
-        return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
-    except ValidationError as error:
-        raise SystemExit("\n".join(describe(error, project, known_keys()))) from None
 
 
 def count_lines(file: Path) -> int:
@@ -84,14 +72,24 @@ def main(argv: list[str]) -> None:
         plan_main(argv)
         return
     parser = argparse.ArgumentParser(
-        prog="python -m ops.batch_submit", description="Upload an OpenAI Batch API file to the stack's bucket."
+        prog="python -m ops.batch_submit",
+        description="Check an OpenAI Batch API file line by line, then upload it to the stack's bucket; a bad line uploads nothing.",
     )
     parser.add_argument("file", type=Path)
     parser.add_argument("--bucket", required=True, help="the stack's batch bucket (pulumi stack output batchBucket)")
+    parser.add_argument("--stack", required=True, help="the stack that serves the batch: its Pulumi.<stack>.yaml gives maxModelLen")
     parser.add_argument("--name", help="object name under input/ (default: the file's name)")
     args = parser.parse_args(argv)
+    problems = check(args.file, max_model_len(args.stack))
+    if problems:
+        raise SystemExit("\n".join([*problems, f"{args.file}: {len(problems)} bad line(s); nothing uploaded"]))
     try:
         print(f"gs://{args.bucket}/{submit(args.file, args.bucket, args.name)}")
+    except DefaultCredentialsError:
+        raise SystemExit(
+            f"no Google credentials: Application Default Credentials are not set up here. Run `{LOGIN}`, then run this again "
+            "(nothing was uploaded)"
+        ) from None
     except PreconditionFailed:
         name = layout.INPUT + (args.name or args.file.name)
         raise SystemExit(f"gs://{args.bucket}/{name} exists: a batch of that name is waiting or running; choose another --name") from None

@@ -2,7 +2,8 @@
 
 The providers decide, not the diff: pulumi-kubernetes replaces an object when
 a field of its forceNew table changes (``replacements/kubernetes.yaml``),
-pulumi-gcp when a Terraform ForceNew field does (``replacements/gcp.yaml``),
+pulumi-gcp when a Terraform ForceNew field does (``replacements/gcp.yaml``) or
+a CustomizeDiff function decides so on the values (``render/customize_diff.py``),
 and the Kubernetes API refuses an update of an immutable field, which fails
 `pulumi up` (``immutable`` there, and the CRDs' ``self == oldSelf`` rules).
 Options count too: ``ignoreChanges`` hides a field, ``replaceOnChanges`` adds one.
@@ -15,7 +16,7 @@ as two renders.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from facts.data_files import read_yaml
 from render.chart import chart_objects
 from render.crd_rules import declared_rules
+from render.customize_diff import forced
 from render.engine import Render, redact
 from render.files import RECORDS_FILE
 from render.validation import custom_resources
@@ -41,11 +43,17 @@ class Change:
     fields: tuple[str, ...] = ()
     because: tuple[str, ...] = ()
     restarts_pods: bool = False
+    # What depends on a replaced or deleted resource, as ``Kind name``.
+    dependents: tuple[str, ...] = ()
 
     def line(self) -> str:
         shown = ", ".join(self.because or self.fields)
         restart = " (rolls its pods)" if self.restarts_pods else ""
-        return f"{self.action:<8} {self.type} {self.name}{restart}" + (f": {shown}" if shown else "")
+        under = f"; {self.depended_on()}" if self.dependents else ""
+        return f"{self.action:<8} {self.type} {self.name}{restart}" + (f": {shown}" if shown else "") + under
+
+    def depended_on(self) -> str:
+        return f"{', '.join(self.dependents)} {'depends' if len(self.dependents) == 1 else 'depend'} on it"
 
 
 def records(render: Render) -> list[dict[str, Any]]:
@@ -60,6 +68,7 @@ def records(render: Render) -> list[dict[str, Any]]:
             "ignoreChanges": list(r.ignore_changes),
             "replaceOnChanges": list(r.replace_on_changes),
             "protect": r.protect,
+            "dependsOn": sorted({urn.split("::", 1)[-1] for urn in r.dependencies}),
         }
         for r in render.resources
         if r.custom or r.remote
@@ -169,6 +178,7 @@ def _classify(before: dict[str, Any], after: dict[str, Any]) -> Change:
         return Change(base.key, base.type, base.name, "update", fields, (), rolls)
     force = [*_gcp_rules().get(after["type"], []), *after.get("replaceOnChanges", [])]
     replacing = tuple(f for f in fields if any(_matches(f, rule) for rule in force))
+    replacing += forced(after["type"], inputs_before, inputs_after, fields)
     if replacing:
         return Change(base.key, base.type, base.name, "replace", fields, replacing)
     return base
@@ -183,6 +193,14 @@ def _protected(change: Change, before: dict[str, Any], after: dict[str, Any] | N
     return change
 
 
+def _with_dependents(change: Change, among: list[dict[str, Any]]) -> Change:
+    """A replaced or deleted resource names what depends on it (records of an older renderer hold no dependencies)."""
+    if change.action not in ("replace", "delete", "refused"):
+        return change
+    on_it = tuple(f"{r['type'].rsplit(':', 1)[-1]} {r['name']}" for r in among if change.key in r.get("dependsOn", ()))
+    return replace(change, dependents=on_it) if on_it else change
+
+
 def changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[Change]:
     """Every resource that is created, deleted, updated, replaced or refused, from ``before`` to ``after``."""
     old = {r["key"]: r for r in before}
@@ -192,6 +210,7 @@ def changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[C
     found += [
         _protected(change, old[k], new[k]) for k in new if k in old for change in [_classify(old[k], new[k])] if change.action != "same"
     ]
+    found = [_with_dependents(c, after if c.action != "delete" else before) for c in found]
     order = {"refused": 0, "replace": 1, "delete": 2, "create": 3, "update": 4}
     return sorted(found, key=lambda c: (order[c.action], c.type, c.name))
 

