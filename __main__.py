@@ -170,8 +170,10 @@ pulumi.export("region", specs.outputs.region)
 pulumi.export("vllmVersion", specs.outputs.vllm_version)
 pulumi.export("serving", specs.outputs.serving)
 if several:
-    # Each model's URL, served name, estimates and engine memory are in serving.models.
+    # Each model's URL and served name are in serving's models; its figures by its short name.
     pulumi.export("servedNames", [model.replicas.served_name for model in specs.served])
+    pulumi.export("estimates", {model.name: model.estimate.as_output() for model in specs.served})
+    pulumi.export("engineMemory", {model.name: model.engine_memory.as_output() for model in specs.served})
 else:
     pulumi.export("serviceUrl", replicas.url)
     pulumi.export("estimates", specs.estimate.as_output())

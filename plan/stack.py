@@ -691,15 +691,13 @@ class ServedModel:
     autoscaling: AutoscalingSpec | None = None
 
     def output(self) -> dict[str, Any]:
-        """What the stack's outputs say of the model: what it serves, as what, where, on how much, at what cost."""
+        """What the stack's serving output says of the model: what it serves, as what, where and on how much."""
         return {
             "model": self.model,
             "servedName": self.replicas.served_name,
             "serviceUrl": self.replicas.url,
             "nodes": self.nodes,
             "gpus": self.gpus,
-            "estimates": self.estimate.as_output(),
-            "engineMemory": self.engine_memory.as_output(),
         }
 
 

@@ -41,13 +41,17 @@ def test_each_model_has_its_own_cache_and_shares_the_compile_caches_bucket() -> 
     assert len(mounts) == 1 and plan.compile_cache is not None
 
 
-def test_the_outputs_list_each_models_served_name_url_and_estimate() -> None:
-    models = several().outputs.serving["models"]
+def test_the_outputs_list_each_models_served_name_url_and_its_own_estimate() -> None:
+    plan = several()
+    models = plan.outputs.serving["models"]
     assert isinstance(models, dict)
     assert models["qwen3-embedding-8b"]["servedName"] == "embedder"
     assert models["qwen3-5-27b-fp8"]["serviceUrl"] == "http://qwen3-5-27b-fp8.llm-serving.svc.cluster.local:8000/v1"
     assert models["qwen3-5-27b-fp8"]["gpus"] == 16
-    assert "coldStart" in models["qwen3-embedding-8b"]["estimates"]
+    generator, embedder = plan.served
+    # The embedding model generates no tokens: no tokens/s is estimated for it, as for a one-model embedding stack.
+    assert generator.estimate.tokens_per_second and embedder.estimate.tokens_per_second is None
+    assert embedder.estimate.cold_start is not None
 
 
 def test_each_models_alerts_and_charts_read_only_its_own_series() -> None:
