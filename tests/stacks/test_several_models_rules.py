@@ -117,3 +117,14 @@ def test_a_stated_reservation_must_hold_every_models_autoscaling_maxima() -> Non
     scaled = [{**GENERATOR, "autoscaling": {"maxReplicas": 3}}, {**EMBEDDER, "autoscaling": {"maxReplicas": 2}}]
     found = problem(models=models(*scaled), capacity=capacity, autoscaling={"enabled": True, "minReplicas": 2})
     assert found.startswith("llm:capacity.reservation.nodes: 4 cannot hold every model's replicas at once (models[0] 3, models[1] 2")
+
+
+def test_batches_with_several_models_are_refused_until_lines_go_to_the_model_they_name() -> None:
+    found = problem(models=models(GENERATOR, EMBEDDER), batch={"enabled": True}, autoscaling={"enabled": True})
+    assert found.startswith("llm:batch.enabled: true is not yet done for several models")
+
+
+def test_the_benchmark_with_several_models_is_refused_as_it_measures_one() -> None:
+    llama = {"id": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "serving": {"tensorParallelSize": 2}}
+    found = problem(models=models(GENERATOR, llama), benchmark={"enabled": True})
+    assert found.startswith("llm:benchmark.enabled: true is not yet done for several models")
