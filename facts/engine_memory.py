@@ -12,7 +12,6 @@ each with the vLLM function it comes from, are in docs/memory.md; the figures of
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
 from facts.models import ModelFacts
@@ -290,39 +289,3 @@ def balanced_max_num_seqs(model: ModelFacts, engine: Engine, request_tokens: int
         else:
             high = middle - 1
     return low
-
-
-# The start lines vLLM logs of its memory (vllm/v1/worker/gpu_model_runner.py, GPUModelRunner.load_model and
-# profile_cudagraph_memory; gpu_worker.py, Worker.determine_available_memory; kv_cache_utils.py, get_kv_cache_configs).
-_START_LINES = {
-    "weights": re.compile(r"Model loading took ([\d.]+) GiB"),
-    "cuda_graphs": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
-    "available_kv": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
-    "kv_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
-    "requests": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
-    "blocks": re.compile(r"exceeds available Mamba cache blocks \((\d+)\)"),
-}
-
-
-def start_lines(log: str) -> dict[str, float]:
-    """The memory figures of an engine's log, by the names of MemoryBudget's (GiB as bytes); the first of each."""
-    found: dict[str, float] = {}
-    for name, pattern in _START_LINES.items():
-        match = pattern.search(log)
-        if match:
-            value = float(match[1].replace(",", ""))
-            found[name] = value * GIB if name in ("weights", "cuda_graphs", "available_kv") else value
-    return found
-
-
-def compare(budget: MemoryBudget, log: str) -> dict[str, tuple[float, float]]:
-    """Each figure of ``log``'s start lines beside the plan's: name -> (planned, logged)."""
-    planned: dict[str, float] = {
-        "weights": budget.weights,
-        "cuda_graphs": budget.cuda_graphs,
-        "available_kv": budget.available_kv,
-        "kv_tokens": budget.kv_tokens,
-        "requests": budget.requests,
-        "blocks": budget.blocks,
-    }
-    return {name: (planned[name], logged) for name, logged in start_lines(log).items()}

@@ -10,7 +10,6 @@ from facts.engine_memory import (
     GIB,
     Engine,
     balanced_max_num_seqs,
-    compare,
     counts_cuda_graphs,
     engine_memory,
     largest_max_num_seqs,
@@ -18,6 +17,7 @@ from facts.engine_memory import (
 )
 from facts.gke import GPU_MEMORY_BYTES
 from facts.models import ModelFacts, catalogued
+from preflight.full_size import against_plan, planned_terms, read_memory
 
 # The measuring run's GPU (143,771 MiB) and dev's flags on it; FlashInfer on Hopper graphs only single-token decode.
 H200 = Engine(
@@ -136,11 +136,12 @@ def test_a_runs_start_lines_read_beside_the_plan() -> None:
             "ValueError: max_num_seqs (8192) exceeds available Mamba cache blocks (1450). Each decode sequence ...",
         ]
     )
-    figures = compare(engine_memory(qwen(), H200), log)
-    assert set(figures) == {"weights", "cuda_graphs", "available_kv", "kv_tokens", "requests", "blocks"}
-    assert figures["kv_tokens"][1] == 464_000 and figures["blocks"][1] == 1450
-    for name, (planned, logged) in figures.items():
-        assert planned == pytest.approx(logged, rel=0.10), name
+    # Read by the preflight's own reader and held to the plan as `preflight --size full` holds a start.
+    checks = against_plan(read_memory(log.splitlines()), planned_terms(engine_memory(qwen(), H200)))
+    held = {check.term: check for check in checks}
+    assert set(held) == {"weights_gib", "cuda_graph_estimated_gib", "kv_cache_gib", "kv_tokens", "max_concurrency", "mamba_blocks"}
+    assert held["kv_tokens"].measured == 464_000 and held["mamba_blocks"].measured == 1450
+    assert all(check.ok for check in checks), [check.text() for check in checks if not check.ok]
 
 
 def test_an_embedding_model_runs_no_sampler() -> None:
