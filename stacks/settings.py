@@ -340,7 +340,11 @@ class StackSettings(Section):
         for key, value in (("routing", self.routing), ("batch", self.batch.enabled), ("benchmark", self.benchmark.enabled)):
             if value not in ("clusterip", False):
                 path = ("routing",) if key == "routing" else (key, "enabled")
-                raise ConfigProblem(path, value, f"is not yet done for several models (models); {_NOT_YET[key]}")
+                raise ConfigProblem(
+                    path,
+                    value,
+                    f"is not yet done for several models ({len(models)} listed in models); {_NOT_YET[key]} (docs/architecture.md)",
+                )
         seen: dict[str, int] = {}
         served: dict[str, int] = {}
         for index, (entry, one) in enumerate(zip(models, each, strict=True)):
