@@ -18,7 +18,7 @@ from workloads.batch import layout
 from workloads.batch.metrics import Progress, ProgressCollector
 from workloads.batch.replicas import DeploymentApi
 from workloads.batch.report import Reservation
-from workloads.batch.runner import RunnerSettings, count_waiting, run_waiting
+from workloads.batch.runner import Deployments, ModelRoute, RunnerSettings, count_waiting, run_waiting
 
 
 def _optional_float(environ: dict[str, str], name: str) -> float | None:
@@ -28,15 +28,17 @@ def _optional_float(environ: dict[str, str], name: str) -> float | None:
 
 def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
     """The runner's settings from the environment its pod template sets (names in workloads.batch.layout)."""
-    missing = [name for name in (layout.ENV_BUCKET, layout.ENV_SERVING_URL, layout.ENV_CONCURRENCY_PER_REPLICA) if not environ.get(name)]
+    models = tuple(ModelRoute.from_json(model) for model in json.loads(environ.get(layout.ENV_MODELS) or "[]"))
+    needed = (layout.ENV_BUCKET,) if models else (layout.ENV_BUCKET, layout.ENV_SERVING_URL, layout.ENV_CONCURRENCY_PER_REPLICA)
+    missing = [name for name in needed if not environ.get(name)]
     if missing:
         raise SystemExit(f"batch run: set {', '.join(missing)} in the runner's environment")
     committed = _optional_float(environ, layout.ENV_COMMITTED_USD_PER_HOUR)
     holds_every = environ.get(layout.ENV_RESERVATION_HOLDS_EVERY_REPLICA) == "true"
     return RunnerSettings(
         bucket=environ[layout.ENV_BUCKET],
-        serving_url=environ[layout.ENV_SERVING_URL],
-        concurrency_per_replica=int(environ[layout.ENV_CONCURRENCY_PER_REPLICA]),
+        serving_url=environ.get(layout.ENV_SERVING_URL, ""),
+        concurrency_per_replica=int(environ.get(layout.ENV_CONCURRENCY_PER_REPLICA) or 0),
         served_model=environ.get(layout.ENV_SERVED_MODEL) or None,
         task=environ.get(layout.ENV_MODEL_TASK) or RunnerSettings.task,
         api_key=environ.get(layout.ENV_API_KEY) or None,
@@ -47,6 +49,7 @@ def settings_from_env(environ: dict[str, str]) -> RunnerSettings:
         expected_cold_start=json.loads(environ[layout.ENV_EXPECTED_COLD_START]) if environ.get(layout.ENV_EXPECTED_COLD_START) else None,
         idle_tail_seconds=_optional_float(environ, layout.ENV_IDLE_TAIL_SECONDS) or 0.0,
         drain_seconds=_optional_float(environ, layout.ENV_DRAIN_SECONDS) or RunnerSettings.drain_seconds,
+        models=models,
     )
 
 
@@ -65,7 +68,12 @@ def drain_on_sigterm(progress: Progress) -> None:
 
 def run(once: bool) -> None:
     settings = settings_from_env(dict(os.environ))
-    deployment = DeploymentApi.in_cluster(os.environ[layout.ENV_NAMESPACE], os.environ[layout.ENV_REPLICAS_DEPLOYMENT])
+    namespace = os.environ[layout.ENV_NAMESPACE]
+    deployment: Deployments = (
+        {model.name: DeploymentApi.in_cluster(namespace, model.deployment) for model in settings.models}
+        if settings.models
+        else DeploymentApi.in_cluster(namespace, os.environ[layout.ENV_REPLICAS_DEPLOYMENT])
+    )
     progress = Progress()
     drain_on_sigterm(progress)
     registry = CollectorRegistry()

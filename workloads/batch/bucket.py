@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import google.cloud.storage as storage
 from google.api_core.exceptions import NotFound, PreconditionFailed
@@ -36,6 +36,12 @@ class Lease:
     wake_replica_seconds: float = 0.0
     # Requests this holder may have in flight (or has, if more): the others keep the global budget with it.
     in_flight_share: int = 0
+    # With several models, the same by served name (each model's budget is its own); in_flight_share is then their sum.
+    model_shares: dict[str, int] = field(default_factory=dict)
+
+    def share_of(self, model: str) -> int:
+        """What this holder keeps of ``model``'s budget ("": the one model of a one-model stack)."""
+        return self.model_shares.get(model, 0) if self.model_shares else self.in_flight_share
 
 
 def batch_key(name: str, generation: int) -> str:
@@ -100,7 +106,7 @@ def claim(bucket: storage.Bucket, source: storage.Blob, runner: str, lease_secon
     if previous.until > now:
         return None
     # A runner that was killed or stopped: keep its start, its parts and the replica time it held.
-    lease = replace(previous, runner=runner, until=now + lease_seconds, in_flight_share=0)
+    lease = replace(previous, runner=runner, until=now + lease_seconds, in_flight_share=0, model_shares={})
     if (generation := _write_claim(bucket, claim_blob.name, lease, held_generation)) is None:
         return None
     return _still_waiting(bucket, source, Claim(name, source.generation, generation, lease))
@@ -181,7 +187,7 @@ def renew(bucket: storage.Bucket, held: Claim, lease: Lease) -> Claim:
 def release(bucket: storage.Bucket, held: Claim) -> None:
     """Ends the lease now, keeping what it holds (start, parts, replica time): the next runner takes over at once."""
     with contextlib.suppress(ClaimLostError):
-        renew(bucket, held, replace(held.lease, until=0.0, in_flight_share=0))
+        renew(bucket, held, replace(held.lease, until=0.0, in_flight_share=0, model_shares={}))
 
 
 def input_lines(bucket: storage.Bucket, held: Claim) -> Iterator[bytes]:

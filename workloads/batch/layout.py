@@ -25,6 +25,10 @@ FINISHED: Final = "finished/"  # inputs moved here when done; a lifecycle rule d
 ENV_BUCKET: Final = "BATCH_BUCKET"
 ENV_SERVING_URL: Final = "SERVING_URL"  # the replicas' OpenAI base URL, e.g. http://name.namespace.svc:8000/v1
 ENV_SERVED_MODEL: Final = "SERVED_MODEL"
+# A stack of several models: a JSON list of {name, url, task, deployment, requestsPerReplica, expectedColdStart},
+# one per model whose batch is on; each line goes to the one its body.model names. It replaces SERVING_URL,
+# SERVED_MODEL, MODEL_TASK, REPLICAS_DEPLOYMENT, CONCURRENCY_PER_REPLICA and EXPECTED_COLD_START.
+ENV_MODELS: Final = "SERVED_MODELS"
 ENV_MODEL_TASK: Final = "MODEL_TASK"  # llm:model.task: which urls a line may name (lines.URLS_BY_TASK); default generate
 ENV_API_KEY: Final = "VLLM_API_KEY"  # optional; from the stack's API-key Secret
 ENV_NAMESPACE: Final = "POD_NAMESPACE"

@@ -24,6 +24,8 @@ class Request:
     custom_id: str
     url: str
     body: dict[str, Any]
+    # The served model the line is sent to: its body.model in a stack of several models; "" in a one-model stack.
+    model: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +35,11 @@ class BadLine:
     message: str
 
 
-def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate") -> Request | BadLine:
-    """Reads one input line for a model of ``task``; a valid ``custom_id`` joins ``seen``, so a later line with it is a duplicate."""
+def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate", models: dict[str, str] | None = None) -> Request | BadLine:
+    """Reads one input line for a model of ``task``; a valid ``custom_id`` joins ``seen``, so a later line with it is a duplicate.
+
+    With ``models`` (served name -> task: a stack of several models) the line goes to the model its ``body.model``
+    names, and its url must be one that model's task serves; ``task`` is then unused."""
     where = f"line {line_number}"
     try:
         line = json.loads(raw)
@@ -55,14 +60,31 @@ def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate") 
     if method != "POST":
         return BadLine(custom_id, "unsupported_method", f"{where}: method {method!r} is not supported; use 'POST'")
     url = line.get("url")
-    served = sorted(URLS_BY_TASK[task])
-    if url not in served:
-        known = any(url in urls for urls in URLS_BY_TASK.values())
-        why = f"is not served by this stack's model (model.task {task})" if known else "is not supported"
-        return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} {why}; use one of {served}")
+    known = any(url in urls for urls in URLS_BY_TASK.values())
+    if models is None:
+        served = sorted(URLS_BY_TASK[task])
+        if url not in served:
+            why = f"is not served by this stack's model (model.task {task})" if known else "is not supported"
+            return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} {why}; use one of {served}")
+    elif not known:
+        every = sorted(url for urls in URLS_BY_TASK.values() for url in urls)
+        return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} is not supported; use one of {every}")
     body = line.get("body")
     if not isinstance(body, dict):
         return BadLine(custom_id, "invalid_body", f"{where}: body must be a JSON object, got {type(body).__name__}")
+    model = ""
+    if models is not None:
+        named = body.get("model")
+        if not isinstance(named, str) or named not in models:
+            # OpenAI's and vLLM's code for a model the server does not serve; never sent.
+            return BadLine(
+                custom_id, "model_not_found", f"{where}: body.model {named!r} is not served by this stack; use one of {sorted(models)}"
+            )
+        model = named
+        served = sorted(URLS_BY_TASK[models[model]])
+        if url not in served:
+            why = f"is not served by model {model!r} (task {models[model]})"
+            return BadLine(custom_id, "unsupported_url", f"{where}: url {url!r} {why}; use one of {served}")
     encoding = body.get("encoding_format")
     if url == "/v1/embeddings" and encoding in BINARY_ENCODINGS:
         return BadLine(
@@ -70,7 +92,7 @@ def parse(line_number: int, raw: bytes, seen: set[str], task: str = "generate") 
             "invalid_body",
             f"{where}: encoding_format {encoding!r} answers in binary, which an output line cannot hold; use 'float' or 'base64'",
         )
-    return Request(custom_id, url, body)
+    return Request(custom_id, str(url), body, model)
 
 
 def answer_id(batch: str, line_number: int) -> str:

@@ -19,6 +19,15 @@ def _shared() -> Synchronized[int]:
 
 
 @dataclass
+class Lane:
+    """One model's part of a pod's sending: its share of that model's budget, its requests in flight, its Ready replicas."""
+
+    budget: Synchronized[int] = field(default_factory=_shared)
+    in_flight: Synchronized[int] = field(default_factory=_shared)
+    ready_replicas: Synchronized[int] = field(default_factory=_shared)
+
+
+@dataclass
 class Progress:
     """Counts in shared memory: worker processes add, the pod's one metrics endpoint reads."""
 
@@ -30,6 +39,20 @@ class Progress:
     ready_replicas: Synchronized[int] = field(default_factory=_shared)
     budget: Synchronized[int] = field(default_factory=_shared)  # requests this pod may have in flight (its claim's share)
     draining: Synchronized[int] = field(default_factory=_shared)  # 1 after SIGTERM: open no new part
+    # With several models, each model's own budget, in-flight count and Ready replicas, by served name.
+    lanes: dict[str, Lane] = field(default_factory=dict)
+
+    def lane(self, model: str) -> Lane:
+        """``model``'s counts: the pod's own for the one model of a one-model stack (""), created before workers start."""
+        if not model:
+            return Lane(self.budget, self.in_flight, self.ready_replicas)
+        return self.lanes.setdefault(model, Lane())
+
+    def count_in_flight(self, lane: Lane, delta: int) -> None:
+        """A request sent or answered: its model's count and the pod's."""
+        Progress.add(lane.in_flight, delta)
+        if lane.in_flight is not self.in_flight:
+            Progress.add(self.in_flight, delta)
 
     @staticmethod
     def add(value: Synchronized[int], delta: int) -> None:

@@ -22,12 +22,35 @@ from google.api_core.exceptions import NotFound
 
 from workloads.batch import bucket as objects
 from workloads.batch import layout, lines, report
-from workloads.batch.metrics import Progress
+from workloads.batch.metrics import Lane, Progress
 from workloads.batch.replicas import Deployment, ReplicaCount, ReplicaMeter
 from workloads.batch.serving import Limiter, Outcome, RetryPolicy, send
 from workloads.cold_start import phases
 
 log = logging.getLogger("batch")
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """One served model of a stack of several: where its lines go, what they may ask, whose replicas bound them."""
+
+    name: str  # the served name a line's body.model gives
+    url: str  # its Service's base URL, ending in /v1
+    task: str  # llm:model.task: which urls its lines may name
+    deployment: str  # read for its Ready replicas (its in-flight budget) and replica-hours
+    requests_per_replica: int
+    expected_cold_start: dict[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> ModelRoute:
+        return cls(
+            name=str(value["name"]),
+            url=str(value["url"]),
+            task=str(value["task"]),
+            deployment=str(value["deployment"]),
+            requests_per_replica=int(value["requestsPerReplica"]),
+            expected_cold_start=value.get("expectedColdStart"),
+        )
 
 
 @dataclass(frozen=True)
@@ -55,13 +78,40 @@ class RunnerSettings:
     ready_timeout_seconds: float = 3600.0  # a cold start is 5-6 min of node and ~10 min of model load
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     runner_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{time.time_ns()}")
+    # A stack of several models: each line goes to the one its body.model names. Empty: the one model above.
+    models: tuple[ModelRoute, ...] = ()
+
+    def routes(self) -> dict[str, ModelRoute]:
+        """Every model the runner sends to, by the name a parsed line carries ("" for the one model of a one-model stack)."""
+        if self.models:
+            return {model.name: model for model in self.models}
+        one = ModelRoute("", self.serving_url, self.task, "", self.concurrency_per_replica, self.expected_cold_start)
+        return {"": one}
+
+    def tasks(self) -> dict[str, str] | None:
+        """Served name -> task, to route lines by; None for a one-model stack (every line to its model)."""
+        return {model.name: model.task for model in self.models} if self.models else None
+
+
+Deployments = Deployment | dict[str, Deployment]
+
+
+def by_model(settings: RunnerSettings, deployments: Deployments) -> dict[str, Deployment]:
+    """The replicas of each model the runner sends to, by the names of ``settings.routes``."""
+    if isinstance(deployments, dict):
+        return deployments
+    return {name: deployments for name in settings.routes()}
+
+
+def summed(counts: dict[str, ReplicaCount]) -> ReplicaCount:
+    return ReplicaCount(sum(count.replicas for count in counts.values()), sum(count.ready for count in counts.values()))
 
 
 class NoReadyReplicaError(RuntimeError):
     pass
 
 
-def run_waiting(settings: RunnerSettings, client: storage.Client, deployment: Deployment, progress: Progress) -> list[str]:
+def run_waiting(settings: RunnerSettings, client: storage.Client, deployment: Deployments, progress: Progress) -> list[str]:
     """Runs every batch no live runner holds, one after another, until told to drain; returns the keys it finished."""
     bucket = client.bucket(settings.bucket)
     finished = []
@@ -87,18 +137,21 @@ def count_waiting(settings: RunnerSettings, client: storage.Client) -> int:
     )
 
 
-def in_flight_share(ready: int, concurrency_per_replica: int, others: list[objects.Lease]) -> int:
-    """This claim's part of the global budget (Ready replicas x concurrency): an even share of the live
+def in_flight_share(ready: int, concurrency_per_replica: int, others: list[objects.Lease], model: str = "") -> int:
+    """This claim's part of ``model``'s global budget (its Ready replicas x concurrency): an even share of the live
     claims, and never more than the others leave free, so the sum of every holder's requests stays
     within the budget while shares move (docs/batch-runner.md)."""
     budget = ready * concurrency_per_replica
     fair = budget // (1 + len(others))
-    return max(0, min(fair, budget - sum(lease.in_flight_share for lease in others)))
+    return max(0, min(fair, budget - sum(lease.share_of(model) for lease in others)))
 
 
-def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Claim, deployment: Deployment, progress: Progress) -> bool:
-    """Holds the claim (renewing its lease, metering replicas, sharing the in-flight budget) while the
+def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Claim, deployment: Deployments, progress: Progress) -> bool:
+    """Holds the claim (renewing its lease, metering replicas, sharing each model's in-flight budget) while the
     workers answer every line; True when the batch finished, False when it was handed back or replaced."""
+    routes = settings.routes()
+    deployments = by_model(settings, deployment)
+    lanes = {name: progress.lane(name) for name in routes}  # before any worker starts: they share these
     done_before = objects.finished_parts(bucket, held.key)
     try:
         total = sum(1 for line in objects.input_lines(bucket, held) if line.strip())
@@ -107,45 +160,50 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     progress.backlog.value = (total or 0) - sum(part.lines for part in done_before.values())
     wake = ReplicaMeter(held.lease.wake_replica_seconds, time.time(), ReplicaCount(0, 0))
     try:
-        count, woke = wait_for_ready(deployment, settings, wake, progress)
+        counts, woke = wait_for_ready(deployments, settings, wake, progress)
     except DrainingError:
         objects.release(bucket, replace(held, lease=replace(held.lease, wake_replica_seconds=wake.replica_seconds)))
         return False
-    progress.ready_replicas.value = count.ready
-    meter = ReplicaMeter(held.lease.replica_seconds, time.time(), count)
+    set_ready(progress, lanes, counts)
+    meter = ReplicaMeter(held.lease.replica_seconds, time.time(), summed(counts))
     stop = threading.Event()
     lost: list[BaseException] = []
     cold_start: dict[str, object] | None = None
     drain_deadline: list[float] = []
 
-    def share(ready: int) -> int:
+    def share(counts: dict[str, ReplicaCount]) -> dict[str, int]:
         now = time.time()
         others = [lease for name, lease in objects.live_claims(bucket, now).items() if name != layout.CLAIMS + held.key]
-        return in_flight_share(ready, settings.concurrency_per_replica, others)
+        return {name: in_flight_share(counts[name].ready, route.requests_per_replica, others, name) for name, route in routes.items()}
 
-    def renew(taking: int = 0) -> None:
+    def renew(taking: dict[str, int] | None = None) -> None:
         nonlocal held
+        # What others must leave free of each model's budget: this share (or the larger one being taken), or
+        # more while requests above a smaller share finish.
+        shares = {name: max((taking or {}).get(name, 0), lane.budget.value, lane.in_flight.value) for name, lane in lanes.items()}
         lease = replace(
             held.lease,
             until=time.time() + settings.lease_seconds,
             replica_seconds=meter.replica_seconds,
             wake_replica_seconds=wake.replica_seconds,
-            # What others must leave free: this share (or the larger one being taken), or more while
-            # requests above a smaller share finish.
-            in_flight_share=max(taking, progress.budget.value, progress.in_flight.value),
+            in_flight_share=sum(shares.values()),
+            model_shares={} if settings.tasks() is None else shares,
         )
         held = objects.renew(bucket, held, lease)
 
-    def take_share(ready: int) -> None:
-        """Renews the claim with this runner's share. A smaller share is used, then written; a larger one is
-        written, then used only as far as the claims read after that write leave free: of two runners
-        raising at once, the later to write reads the other's raise (docs/batch-runner.md)."""
-        wanted = share(ready)
-        if wanted > max(progress.budget.value, progress.in_flight.value):
+    def take_share(counts: dict[str, ReplicaCount]) -> None:
+        """Renews the claim with this runner's share of each model's budget. A smaller share is used, then written;
+        a larger one is written, then used only as far as the claims read after that write leave free: of two
+        runners raising at once, the later to write reads the other's raise (docs/batch-runner.md)."""
+        wanted = share(counts)
+        if any(wanted[name] > max(lane.budget.value, lane.in_flight.value) for name, lane in lanes.items()):
             renew(wanted)
-            progress.budget.value = min(wanted, share(ready))
+            again = share(counts)
+            for name, lane in lanes.items():
+                lane.budget.value = min(wanted[name], again[name])
         else:
-            progress.budget.value = wanted
+            for name, lane in lanes.items():
+                lane.budget.value = wanted[name]
             renew()
 
     def keep_claim() -> None:
@@ -160,13 +218,13 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
                     objects.release(bucket, held)
                     os._exit(0)
             try:
-                current = deployment.count()
-                meter.sample(time.time(), current)
-                progress.ready_replicas.value = current.ready
+                current = {name: replicas.count() for name, replicas in deployments.items()}
+                meter.sample(time.time(), summed(current))
+                set_ready(progress, lanes, current)
                 # Measured once every woken replica is Ready: the API server keeps events only an hour.
-                if woke and cold_start is None and current.ready == current.replicas > 0:
-                    cold_start = last_cold_start(deployment, settings.expected_cold_start)
-                take_share(current.ready)
+                if woke and cold_start is None and all(count.ready == count.replicas > 0 for count in current.values()):
+                    cold_start = cold_starts(routes, deployments)
+                take_share(current)
                 last_renewed = time.time()
             except objects.ClaimLostError as error:
                 lost.append(error)
@@ -179,7 +237,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
                     stop.set()
 
     try:
-        take_share(count.ready)  # before any request: none is sent on a share its claim does not hold
+        take_share(counts)  # before any request: none is sent on a share its claim does not hold
     except objects.ClaimLostError:
         raise
     except Exception as error:  # the keeper tries again at its next poll
@@ -191,10 +249,11 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     finally:
         stop.set()
         keeper.join()
-        progress.budget.value = 0
+        for lane in lanes.values():
+            lane.budget.value = 0
     if lost:
         raise lost[0]
-    meter.sample(time.time(), deployment.count())
+    meter.sample(time.time(), summed({name: replicas.count() for name, replicas in deployments.items()}))
     parts = objects.finished_parts(bucket, held.key)
     totals = sum(parts.values(), objects.PartSummary())
     replaced = not objects.input_is_current(bucket, held)
@@ -204,7 +263,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         log.info("%s: handed back with %d of %d lines answered", held.key, totals.lines, total)
         return False
     if woke and cold_start is None:  # the batch ended before every replica was Ready
-        cold_start = last_cold_start(deployment, settings.expected_cold_start)
+        cold_start = cold_starts(routes, deployments)
     others_waiting = count_waiting(settings, bucket.client) + len(objects.live_claims(bucket, time.time())) > 1
     tail_seconds = 0.0 if others_waiting else settings.idle_tail_seconds
     batch_report = report.build(
@@ -232,6 +291,18 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     return not replaced
 
 
+def set_ready(progress: Progress, lanes: dict[str, Lane], counts: dict[str, ReplicaCount]) -> None:
+    for name, lane in lanes.items():
+        lane.ready_replicas.value = counts[name].ready
+    progress.ready_replicas.value = summed(counts).ready
+
+
+def cold_starts(routes: dict[str, ModelRoute], deployments: dict[str, Deployment]) -> dict[str, object]:
+    """How the replicas that started last started: the one model's, or each model's by its served name."""
+    measured = {name: last_cold_start(deployments[name], route.expected_cold_start) for name, route in routes.items()}
+    return measured[""] if "" in measured else dict(measured)
+
+
 def last_cold_start(deployment: Deployment, expected: dict[str, Any] | None = None) -> dict[str, object]:
     """How the replica that started last started, phase by phase and beside the stack's estimate, or why it cannot be told."""
     try:
@@ -253,8 +324,11 @@ class DrainingError(RuntimeError):
     """Told to stop (SIGTERM) before a replica was Ready."""
 
 
-def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: ReplicaMeter, progress: Progress) -> tuple[ReplicaCount, bool]:
-    """The first count with a Ready replica, and whether one was read with none: the batch woke the replicas.
+def wait_for_ready(
+    deployments: dict[str, Deployment], settings: RunnerSettings, wake: ReplicaMeter, progress: Progress
+) -> tuple[dict[str, ReplicaCount], bool]:
+    """The first counts with a Ready replica of every model, and whether one was read with none: the batch woke
+    the replicas. A file wakes every model whose batch is on, and they start side by side (docs/batch.md).
 
     ``wake`` meters the replicas held meanwhile: the wake's share of the bill.
     """
@@ -262,10 +336,10 @@ def wait_for_ready(deployment: Deployment, settings: RunnerSettings, wake: Repli
     woke = False
     while True:
         try:
-            count = deployment.count()
-            wake.sample(time.time(), count)
-            if count.ready > 0:
-                return count, woke
+            counts = {name: replicas.count() for name, replicas in deployments.items()}
+            wake.sample(time.time(), summed(counts))
+            if all(count.ready > 0 for count in counts.values()):
+                return counts, woke
             woke = True
         except OSError as error:
             log.warning("reading the replicas' Deployment failed: %s", error)
@@ -344,12 +418,16 @@ async def run_shard(
     bucket = client.bucket(settings.bucket)
     done = await asyncio.to_thread(objects.finished_parts, bucket, held.key)
 
-    def concurrency() -> int:
-        return shard_share(progress.budget.value, shard, shards)
+    routes = settings.routes()
+    lanes = {name: progress.lane(name) for name in routes}
 
-    limiter = Limiter(concurrency)
+    def limit(lane: Lane) -> Callable[[], int]:
+        return lambda: shard_share(lane.budget.value, shard, shards)
+
+    limiters = {name: Limiter(limit(lane)) for name, lane in lanes.items()}
     # Parts being answered at once: enough to keep every slot busy while a slow line holds its part open.
-    most = max(1, math.ceil(settings.concurrency_per_replica * max(1, progress.ready_replicas.value) / shards))
+    slots = sum(route.requests_per_replica * max(1, lanes[name].ready_replicas.value) for name, route in routes.items())
+    most = max(1, math.ceil(slots / shards))
     open_parts = asyncio.Semaphore(max(2, math.ceil(2 * most / held.lease.part_lines) + 1))
     feed: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=2)
     reading = threading.Event()
@@ -357,6 +435,7 @@ async def run_shard(
     reader = threading.Thread(target=_read, args=(bucket, held, held.lease.part_lines, feed, reading), daemon=True)
     reader.start()
     seen: set[str] = set()
+    tasks = settings.tasks()
     pending: set[asyncio.Task[None]] = set()
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     timeout = aiohttp.ClientTimeout(total=settings.retry.request_timeout_seconds)
@@ -369,11 +448,11 @@ async def run_shard(
         while (chunk := await asyncio.to_thread(feed.get)) is not None:
             if stopped():
                 break
-            parsed = [lines.parse(line_number + offset + 1, raw, seen, settings.task) for offset, raw in enumerate(chunk)]
+            parsed = [lines.parse(line_number + offset + 1, raw, seen, settings.task, tasks) for offset, raw in enumerate(chunk)]
             first_line, line_number = line_number + 1, line_number + len(chunk)
             if index % shards == shard and index not in done:
                 await open_parts.acquire()
-                task = asyncio.create_task(_answer_part(settings, bucket, held.key, index, first_line, parsed, session, limiter, progress))
+                task = asyncio.create_task(_answer_part(settings, bucket, held.key, index, first_line, parsed, session, limiters, progress))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
                 task.add_done_callback(lambda _: open_parts.release())
@@ -425,19 +504,21 @@ async def _answer_part(
     first_line: int,
     parsed: list[lines.Request | lines.BadLine],
     session: aiohttp.ClientSession,
-    limiter: Limiter,
+    limiters: dict[str, Limiter],
     progress: Progress,
 ) -> None:
+    routes = settings.routes()
     answers: list[bytes | None] = [None] * len(parsed)
     errors: list[bytes | None] = [None] * len(parsed)
     counts: dict[str, int] = dict.fromkeys(("succeeded", "failed", "bad_lines", "prompt_tokens", "completion_tokens"), 0)
 
     async def answer(position: int, request: lines.Request) -> None:
+        lane = progress.lane(request.model)
         try:
-            outcome = await send(session, settings.serving_url, request, settings.retry, lambda: progress.ready_replicas.value > 0)
+            outcome = await send(session, routes[request.model].url, request, settings.retry, lambda: lane.ready_replicas.value > 0)
         finally:
-            limiter.release()
-            Progress.add(progress.in_flight, -1)
+            limiters[request.model].release()
+            progress.count_in_flight(lane, -1)
         line, succeeded = answer_line(lines.answer_id(key, first_line + position), request.custom_id, outcome)
         if succeeded:
             answers[position] = line
@@ -456,8 +537,8 @@ async def _answer_part(
             counts["failed"] += 1
             counts["bad_lines"] += 1
             continue
-        await limiter.acquire()
-        Progress.add(progress.in_flight, 1)
+        await limiters[line.model].acquire()
+        progress.count_in_flight(progress.lane(line.model), 1)
         request = (
             line
             if settings.served_model is None

@@ -17,7 +17,19 @@ from typing import Any
 import google.cloud.storage as storage
 import pytest
 
-from tests.workloads.batch.conftest import ROOT, KubernetesApi, VllmLike, chat_line, only_report, read_jsonl, run_runner, upload_lines
+from tests.workloads.batch.conftest import (
+    DEPLOYMENT,
+    NAMESPACE,
+    ROOT,
+    KubernetesApi,
+    VllmLike,
+    chat_line,
+    only_report,
+    read_jsonl,
+    run_runner,
+    start_vllm_like,
+    upload_lines,
+)
 from tests.workloads.batch.vllm_like import EMBEDDING_LENGTH
 from tests.workloads.cold_start import samples
 from workloads.batch.serving import RetryPolicy
@@ -455,3 +467,68 @@ def test_a_woken_batch_reports_each_phase_measured_beside_the_stacks_estimate(
     assert set(cold_start["againstEstimate"]) == set(rows)
     for name, (measured, expected_seconds) in rows.items():
         assert cold_start["againstEstimate"][name] == {"measured": pytest.approx(measured), "expected": expected_seconds}
+
+
+def test_a_file_mixing_two_models_lines_goes_to_each_model_by_its_body_model_and_an_unknown_model_is_never_sent(
+    bucket: storage.Bucket, vllm_like: Callable[..., VllmLike], kubernetes_api: KubernetesApi
+) -> None:
+    from workloads.batch.metrics import Progress
+    from workloads.batch.replicas import DeploymentApi
+    from workloads.batch.runner import ModelRoute, RunnerSettings, run_waiting
+
+    chat = vllm_like(model="qwen-chat")
+    embed = start_vllm_like()  # a second engine, answering embeddings only
+    try:
+        embed.configure("qwen-embed", {}, task="embed")
+        routes = (
+            ModelRoute("qwen-chat", chat.url, "generate", "chat-replicas", 4),
+            ModelRoute("qwen-embed", embed.url, "embed", "embed-replicas", 2),
+        )
+        vectors = {"emb": "emb text to embed", "emb2": "emb2 more text"}
+        lines: list[object] = [
+            {"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings", "body": {"model": "qwen-embed", "input": text}}
+            for custom_id, text in vectors.items()
+        ]
+        chats = [chat_line(f"chat{i}") | {"body": chat_line(f"chat{i}")["body"] | {"model": "qwen-chat"}} for i in range(12)]
+        unknown = chat_line("unknown")  # names gpt-4o-mini, which this stack does not serve
+        wrong_task = {"custom_id": "wrong", "method": "POST", "url": "/v1/embeddings", "body": {"model": "qwen-chat", "input": "x"}}
+        upload_lines(bucket, "mixed.jsonl", [lines[0], *chats[:6], unknown, lines[1], wrong_task, *chats[6:]])
+        deployment = DeploymentApi(kubernetes_api.url, NAMESPACE, DEPLOYMENT)  # the stand-in API serves one Deployment
+        settings = RunnerSettings(
+            bucket=bucket.name,
+            serving_url="",
+            concurrency_per_replica=0,
+            part_lines=5,
+            lease_seconds=30.0,
+            poll_seconds=0.2,
+            ready_timeout_seconds=20.0,
+            retry=RetryPolicy(attempts=10, first_backoff_seconds=0.05, max_backoff_seconds=1.0, request_timeout_seconds=10),
+            models=routes,
+        )
+
+        finished = run_waiting(settings, storage.Client(), {"qwen-chat": deployment, "qwen-embed": deployment}, Progress())
+
+        assert [key.rpartition("/")[0] for key in finished] == ["mixed.jsonl"]
+        answers = {answer["custom_id"]: answer["response"]["body"] for answer in read_jsonl(bucket, "output/mixed.jsonl/")}
+        assert set(answers) == set(vectors) | {f"chat{i}" for i in range(12)}
+        assert {answers[custom_id]["model"] for custom_id in vectors} == {"qwen-embed"}
+        assert {answers[f"chat{i}"]["model"] for i in range(12)} == {"qwen-chat"}
+        # Each engine got its own lines, each once: the embeddings engine the two texts, the chat engine the twelve chats.
+        assert embed.stats()["answered"] == dict.fromkeys(vectors.values(), 1)
+        assert chat.stats()["answered"] == {f"chat{i} word word word": 1 for i in range(12)}
+        assert (chat.stats()["requests"], embed.stats()["requests"]) == (12, 2)
+        # At most each model's own budget in flight: its Ready replicas (2) x its requests per replica.
+        assert chat.stats()["most_in_flight"] <= 8
+        assert embed.stats()["most_in_flight"] <= 4
+        errors = {error["custom_id"]: error["error"] for error in read_jsonl(bucket, "errors/mixed.jsonl/")}
+        assert {custom_id: error["code"] for custom_id, error in errors.items()} == {
+            "unknown": "model_not_found",
+            "wrong": "unsupported_url",
+        }
+        assert errors["unknown"]["message"].startswith("line 8: body.model 'gpt-4o-mini' is not served by this stack")
+        assert "qwen-chat" in errors["wrong"]["message"]
+        report = only_report(bucket, "mixed.jsonl")
+        assert (report["lines"], report["succeeded"], report["failed"], report["bad_lines"]) == (16, 14, 2, 2)
+    finally:
+        embed.process.kill()
+        embed.process.wait(timeout=10)
