@@ -114,7 +114,7 @@ def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
             "kind": "Role",
             "metadata": meta,
             "rules": [
-                {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [spec.deployment], "verbs": ["get"]},
+                {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": list(spec.deployments), "verbs": ["get"]},
                 # How the last replica started, for the batch's report: the replicas' pod names are not known in advance.
                 {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
                 {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
@@ -131,14 +131,17 @@ def deployment_reader(spec: BatchSpec) -> list[dict[str, Any]]:
 
 
 def runner_environment(spec: BatchSpec, api_key: SecretRef | None) -> list[dict[str, Any]]:
-    """The runner's environment, by the names workloads/batch/layout.py gives it."""
+    """The runner's environment, by the names workloads/batch/layout.py gives it: the one model's fields, or with
+    several models their table (each line goes to the model its body.model names)."""
+    one = not spec.models
     values: dict[str, str | None] = {
         layout.ENV_BUCKET: spec.bucket,
-        layout.ENV_SERVING_URL: spec.serving_url,
-        layout.ENV_SERVED_MODEL: spec.served_model,
-        layout.ENV_MODEL_TASK: spec.model_task,
-        layout.ENV_REPLICAS_DEPLOYMENT: spec.deployment,
-        layout.ENV_CONCURRENCY_PER_REPLICA: str(spec.concurrency_per_replica),
+        layout.ENV_SERVING_URL: spec.serving_url if one else None,
+        layout.ENV_SERVED_MODEL: spec.served_model if one else None,
+        layout.ENV_MODEL_TASK: spec.model_task if one else None,
+        layout.ENV_REPLICAS_DEPLOYMENT: spec.deployment if one else None,
+        layout.ENV_CONCURRENCY_PER_REPLICA: str(spec.concurrency_per_replica) if one else None,
+        layout.ENV_MODELS: None if one else json.dumps([model.as_env() for model in spec.models], sort_keys=True),
         layout.ENV_METRICS_PORT: str(layout.METRICS_PORT),
         # One input is sent by one pod, so each pod runs the workers that saturate the most replicas.
         layout.ENV_WORKERS: str(spec.workers),

@@ -610,6 +610,65 @@ class BatchSpec:
     expected_cold_start: ColdStart | None
     # A production stack protects the bucket: a destroy stops at it.
     protect: bool = False
+    # A stack of several models: every model whose batch is on, each line sent to the one its body.model names.
+    # Empty in a one-model stack, whose runner reads the one model's fields above.
+    models: tuple[BatchModel, ...] = ()
+
+    @property
+    def deployments(self) -> tuple[str, ...]:
+        """The replica sets the runner reads: each model's, or the one model's."""
+        return tuple(model.deployment for model in self.models) or (self.deployment,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchModel:
+    """One model's entry in the runner's table (workloads/batch/layout.py, ENV_MODELS)."""
+
+    served_name: str
+    url: str
+    task: str
+    deployment: str
+    requests_per_replica: int
+    expected_cold_start: ColdStart | None
+
+    def as_env(self) -> dict[str, Any]:
+        phases = None if self.expected_cold_start is None else {"phases": self.expected_cold_start.as_output()["phases"]}
+        return {
+            "name": self.served_name,
+            "url": self.url,
+            "task": self.task,
+            "deployment": self.deployment,
+            "requestsPerReplica": self.requests_per_replica,
+            "expectedColdStart": phases,
+        }
+
+
+def several_models_batch(batches: list[BatchSpec]) -> BatchSpec | None:
+    """The one runner of a stack of several models: the shared bucket and runner of the first model whose batch is
+    on, a table of every such model, and workers for all their replicas; None when no model's batch is on.
+    The estimate per million tokens is one model's, so a mixed batch's report leaves it out."""
+    if not batches:
+        return None
+    models = tuple(
+        BatchModel(
+            served_name=batch.served_model,
+            url=batch.serving_url,
+            task=batch.model_task,
+            deployment=batch.deployment,
+            requests_per_replica=batch.concurrency_per_replica,
+            expected_cold_start=batch.expected_cold_start,
+        )
+        for batch in batches
+    )
+    replicas = sum(batch.max_replicas for batch in batches)
+    return replace(
+        batches[0],
+        models=models,
+        max_replicas=replicas,
+        workers=runner_workers(replicas),
+        estimated_usd_per_million_tokens=None,
+        expected_cold_start=None,
+    )
 
 
 @dataclass(frozen=True)
@@ -870,12 +929,16 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     )
     first = plans[0]
     watched = tuple(watched_model(plan.observability, plan.replicas) for plan in plans if plan.observability)
+    batch = several_models_batch([plan.batch for plan in plans if plan.batch is not None])
     return replace(
         first,
+        batch=batch,
         served=served,
         outputs=replace(first.outputs, serving=models_output(settings, served)),
         scaled_to_zero=all(plan.scaled_to_zero for plan in plans),
-        observability=replace(first.observability, models=watched, alerting=any(watch.alerting for watch in watched))
+        observability=replace(
+            first.observability, models=watched, alerting=any(watch.alerting for watch in watched), batch=batch is not None
+        )
         if first.observability
         else None,
     )

@@ -337,7 +337,7 @@ class StackSettings(Section):
 
     def _models_together(self) -> None:
         models, each = self.models or [], self._each
-        for key, value in (("routing", self.routing), ("batch", self.batch.enabled), ("benchmark", self.benchmark.enabled)):
+        for key, value in (("routing", self.routing), ("benchmark", self.benchmark.enabled)):
             if value not in ("clusterip", False):
                 path = ("routing",) if key == "routing" else (key, "enabled")
                 raise ConfigProblem(
@@ -345,6 +345,12 @@ class StackSettings(Section):
                     value,
                     f"is not yet done for several models ({len(models)} listed in models); {_NOT_YET[key]} (docs/architecture.md)",
                 )
+        if self.batch.enabled and not any(entry.batch for entry in models):
+            raise ConfigProblem(
+                ("batch", "enabled"),
+                True,
+                "has no model to send to: every entry of models sets batch false; set one true, or turn batch off",
+            )
         seen: dict[str, int] = {}
         served: dict[str, int] = {}
         for index, (entry, one) in enumerate(zip(models, each, strict=True)):
@@ -490,7 +496,6 @@ class StackSettings(Section):
 # What several models lack so far, and what to do meanwhile.
 _NOT_YET = {
     "routing": "each model needs its own InferencePool and endpoint picker and a route by model name; use clusterip",
-    "batch": "the runner sends to one model and a file's wake wakes one Deployment; run batches in a one-model stack",
     "benchmark": "the benchmark Job measures one model; turn it off, or benchmark each model in a one-model stack",
 }
 

@@ -119,9 +119,11 @@ def test_a_stated_reservation_must_hold_every_models_autoscaling_maxima() -> Non
     assert found.startswith("llm:capacity.reservation.nodes: 4 cannot hold every model's replicas at once (models[0] 3, models[1] 2")
 
 
-def test_batches_with_several_models_are_refused_until_lines_go_to_the_model_they_name() -> None:
-    found = problem(models=models(GENERATOR, EMBEDDER), batch={"enabled": True}, autoscaling={"enabled": True})
-    assert found.startswith("llm:batch.enabled: true is not yet done for several models")
+def test_batches_with_several_models_need_a_model_whose_batch_is_on() -> None:
+    assert parsed(models=models(GENERATOR, EMBEDDER), batch={"enabled": True}, autoscaling={"enabled": True}).batch.enabled
+    off = [{**GENERATOR, "batch": False}, {**EMBEDDER, "batch": False}]
+    found = problem(models=models(*off), batch={"enabled": True}, autoscaling={"enabled": True})
+    assert found.startswith("llm:batch.enabled: true has no model to send to: every entry of models sets batch false")
 
 
 def test_the_benchmark_with_several_models_is_refused_as_it_measures_one() -> None:
