@@ -116,3 +116,33 @@ def test_an_answer_is_one_compact_json_line_of_the_batch_output_format() -> None
         "error": {"code": "invalid_json", "message": "line 2: not JSON"},
     }
     assert failed.endswith(b"}\n") and failed.count(b"\n") == 1
+
+
+MODELS = {"qwen-chat": "generate", "qwen-embed": "embed"}
+
+
+def test_with_several_models_a_line_goes_to_the_model_its_body_names_and_must_ask_what_that_model_serves() -> None:
+    embed = line(url="/v1/embeddings", body={"model": "qwen-embed", "input": "text"})
+    assert parse(1, embed, set(), models=MODELS) == Request("q-1", "/v1/embeddings", {"model": "qwen-embed", "input": "text"}, "qwen-embed")
+    chat = line(body={"model": "qwen-chat", "messages": []})
+    assert parse(1, chat, set(), models=MODELS) == Request(
+        "q-1", "/v1/chat/completions", {"model": "qwen-chat", "messages": []}, "qwen-chat"
+    )
+    # The chat model's name on the embeddings url: the line asks a model what it does not serve.
+    wrong = parse(3, line(url="/v1/embeddings", body={"model": "qwen-chat", "input": "x"}), set(), models=MODELS)
+    assert wrong == BadLine(
+        "q-1",
+        "unsupported_url",
+        "line 3: url '/v1/embeddings' is not served by model 'qwen-chat' (task generate); "
+        "use one of ['/v1/chat/completions', '/v1/completions']",
+    )
+
+
+@pytest.mark.parametrize("named", ["gpt-4o-mini", None, 7])
+def test_with_several_models_a_line_naming_no_model_of_the_stack_is_a_bad_line(named: object) -> None:
+    found = parse(2, line(body={"model": named, "messages": []}), set(), models=MODELS)
+    assert found == BadLine(
+        "q-1", "model_not_found", f"line 2: body.model {named!r} is not served by this stack; use one of ['qwen-chat', 'qwen-embed']"
+    )
+    # One model's stack keeps replacing the name an OpenAI file gives: no line is refused for it.
+    assert isinstance(parse(2, line(body={"model": named, "messages": []}), set()), Request)

@@ -24,7 +24,7 @@ from workloads.batch import __main__ as entry
 from workloads.batch import layout
 from workloads.batch.metrics import Progress
 from workloads.batch.report import Reservation
-from workloads.batch.runner import RunnerSettings
+from workloads.batch.runner import ModelRoute, RunnerSettings
 
 REQUIRED = {
     layout.ENV_BUCKET: "the-bucket",
@@ -68,6 +68,26 @@ def test_each_setting_comes_from_its_variable() -> None:
         drain_seconds=25.5,
         reservation=Reservation(1067.16, holds_every_replica=True),
     )
+
+
+def test_several_models_come_from_their_table_and_need_no_one_model_variable() -> None:
+    table = [
+        {"name": "chat", "url": "http://chat:8000/v1", "task": "generate", "deployment": "chat", "requestsPerReplica": 2000},
+        {
+            "name": "embed",
+            "url": "http://embed:8000/v1",
+            "task": "embed",
+            "deployment": "embed",
+            "requestsPerReplica": 500,
+            "expectedColdStart": {"phases": {}},
+        },
+    ]
+    settings = entry.settings_from_env({layout.ENV_BUCKET: "the-bucket", layout.ENV_MODELS: json.dumps(table)})
+    assert settings.models == (
+        ModelRoute("chat", "http://chat:8000/v1", "generate", "chat", 2000),
+        ModelRoute("embed", "http://embed:8000/v1", "embed", "embed", 500, {"phases": {}}),
+    )
+    assert settings.tasks() == {"chat": "generate", "embed": "embed"}
 
 
 @pytest.mark.parametrize("blank", [False, True], ids=["unset", "empty"])

@@ -438,7 +438,7 @@ def answer_one_line(config: RunnerSettings, bucket: storage.Bucket, progress: Pr
 
     async def answer() -> None:
         async with aiohttp.ClientSession() as session:
-            await runner._answer_part(config, bucket, "w.jsonl/1", 0, 1, [request], session, Limiter(lambda: 8), progress)
+            await runner._answer_part(config, bucket, "w.jsonl/1", 0, 1, [request], session, {"": Limiter(lambda: 8)}, progress)
 
     thread = threading.Thread(target=asyncio.run, args=(answer(),), daemon=True)
     thread.start()
@@ -877,3 +877,17 @@ def test_a_batch_that_ends_before_every_woken_replica_is_ready_measures_the_cold
     cold_start = only_report(bucket, "partly.jsonl")["cold_start"]
     assert cold_start["pod"] == samples.POD and cold_start["againstEstimate"]["node provisioned"]["expected"] == 330
     assert len(replicas.events_at) == 1 and replicas.events_at[0] > replicas.reads[-1]
+
+
+def test_each_models_share_is_of_its_own_budget_and_reads_what_the_others_hold_of_that_model() -> None:
+    others = [
+        objects.Lease("a", 0.0, 0.0, 10, in_flight_share=60, model_shares={"chat": 50, "embed": 10}),
+        objects.Lease("b", 0.0, 0.0, 10, in_flight_share=5, model_shares={"embed": 5}),
+    ]
+    # chat: 2 Ready x 40 = 80, an even third is 26 and the others leave 30; embed: 12 with 15 held by others, then 48.
+    assert runner.in_flight_share(2, 40, others, "chat") == 26
+    assert runner.in_flight_share(1, 12, others, "embed") == 0
+    assert runner.in_flight_share(4, 12, others, "embed") == 16
+    # A claim of a one-model runner holds its one share; a model no claim holds is free.
+    assert objects.Lease("c", 0.0, 0.0, 10, in_flight_share=7).share_of("") == 7
+    assert others[1].share_of("chat") == 0
