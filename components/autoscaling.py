@@ -59,9 +59,11 @@ def concurrency_query(namespace: str, model_name: str | None = None) -> str:
     return f"sum({REQUESTS_RUNNING}{{{where}}}) + sum({REQUESTS_WAITING}{{{where}}})"
 
 
-def batch_backlog_query(namespace: str) -> str:
-    """Lines of the batches the runners hold and have not answered: what the batch still asks of the replicas."""
-    return f'sum({layout.BACKLOG}{{namespace="{namespace}"}})'
+def batch_backlog_query(namespace: str, model_name: str | None = None) -> str:
+    """Lines of the batches the runners hold and have not answered: what the batch still asks of the replicas;
+    with several models, the lines naming one model (the runner labels its backlog model_name with the served name)."""
+    where = f'namespace="{namespace}"' + (f',model_name="{model_name}"' if model_name is not None else "")
+    return f"sum({layout.BACKLOG}{{{where}}})"
 
 
 def batch_wake_trigger(bucket: str, authentication: str) -> dict[str, Any]:
@@ -214,7 +216,7 @@ def scaled_object(spec: AutoscalingSpec) -> dict[str, Any]:
                 "name": "batch-backlog",
                 "metadata": {
                     "serverAddress": query_endpoint(spec.project),
-                    "query": batch_backlog_query(spec.namespace),
+                    "query": batch_backlog_query(spec.namespace, spec.model_name),
                     # The runner sends at most this many per Ready replica (plan/stack.py), so vLLM's
                     # queue never shows the batch's size; its backlog does, against the same target.
                     "threshold": str(spec.requests_per_replica),

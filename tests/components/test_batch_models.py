@@ -62,3 +62,17 @@ def test_a_batch_file_wakes_every_model_whose_batch_is_on() -> None:
     )
     assert woken_by_input(generator_only) == {"qwen3-5-27b-fp8", "batch-runner"}
     assert [model["name"] for model in json.loads(runner_env(generator_only)["SERVED_MODELS"])] == ["Qwen/Qwen3.5-27B-FP8"]
+
+
+def test_each_models_backlog_trigger_reads_the_lines_naming_that_model() -> None:
+    render = rag_with_batches()
+    queries = {
+        scaled.inputs["spec"]["scaleTargetRef"]["name"]: trigger["metadata"]["query"]
+        for scaled in render.by_type(SCALED_OBJECT)
+        for trigger in scaled.inputs["spec"]["triggers"]
+        if trigger["name"] == "batch-backlog"
+    }
+    assert queries == {
+        "qwen3-5-27b-fp8": 'sum(batch_backlog_requests{namespace="llm-serving",model_name="Qwen/Qwen3.5-27B-FP8"})',
+        "qwen3-embedding-8b": 'sum(batch_backlog_requests{namespace="llm-serving",model_name="Qwen/Qwen3-Embedding-8B"})',
+    }

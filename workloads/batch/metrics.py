@@ -25,6 +25,8 @@ class Lane:
     budget: Synchronized[int] = field(default_factory=_shared)
     in_flight: Synchronized[int] = field(default_factory=_shared)
     ready_replicas: Synchronized[int] = field(default_factory=_shared)
+    # Lines naming this model in the claimed input, not yet answered: its replicas' batch-backlog trigger.
+    backlog: Synchronized[int] = field(default_factory=_shared)
 
 
 @dataclass
@@ -69,6 +71,13 @@ class ProgressCollector(Collector):
         # A counter's family drops _total from the name and its sample puts it back (prometheus_client 0.26.0).
         yield CounterMetricFamily(layout.DONE, "Batch requests answered with a response", value=p.done.value)
         yield CounterMetricFamily(layout.FAILED, "Batch lines answered with an error", value=p.failed.value)
-        yield GaugeMetricFamily(layout.BACKLOG, "Lines of claimed inputs not yet answered", value=p.backlog.value)
+        if p.lanes:
+            # Several models: each model's lines, labelled as vLLM labels its own series, for that model's trigger.
+            backlog = GaugeMetricFamily(layout.BACKLOG, "Lines of claimed inputs not yet answered", labels=["model_name"])
+            for model, lane in sorted(p.lanes.items()):
+                backlog.add_metric([model], lane.backlog.value)
+            yield backlog
+        else:
+            yield GaugeMetricFamily(layout.BACKLOG, "Lines of claimed inputs not yet answered", value=p.backlog.value)
         yield GaugeMetricFamily(layout.IN_FLIGHT, "Batch requests sent and not yet answered", value=p.in_flight.value)
         yield GaugeMetricFamily(layout.WAITING_FILES, "Inputs waiting for a runner", value=p.waiting_files.value)

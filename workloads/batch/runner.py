@@ -158,6 +158,14 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     except NotFound:
         total = None  # replaced before it could be read
     progress.backlog.value = (total or 0) - sum(part.lines for part in done_before.values())
+    if settings.tasks() is not None:
+        try:
+            for name, lines_left in backlog_by_model(
+                objects.input_lines(bucket, held), held.lease.part_lines, set(done_before), settings
+            ).items():
+                lanes[name].backlog.value = lines_left
+        except NotFound:
+            pass  # replaced: nothing more is sent
     wake = ReplicaMeter(held.lease.wake_replica_seconds, time.time(), ReplicaCount(0, 0))
     try:
         counts, woke = wait_for_ready(deployments, settings, wake, progress)
@@ -251,6 +259,7 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
         keeper.join()
         for lane in lanes.values():
             lane.budget.value = 0
+            lane.backlog.value = 0  # a batch handed back or lost asks nothing more of its models here
     if lost:
         raise lost[0]
     meter.sample(time.time(), summed({name: replicas.count() for name, replicas in deployments.items()}))
@@ -289,6 +298,18 @@ def run_input(settings: RunnerSettings, bucket: storage.Bucket, held: objects.Cl
     objects.finish(bucket, held)
     log.info("%s", report.summary(batch_report))
     return not replaced
+
+
+def backlog_by_model(stream: Iterator[bytes], part_lines: int, done: set[int], settings: RunnerSettings) -> dict[str, int]:
+    """Lines each model is still to be sent: the lines of the parts not yet written that parse, as the workers
+    parse them, to a request for it (a bad line is sent to no model)."""
+    left = dict.fromkeys(settings.routes(), 0)
+    seen: set[str] = set()
+    for number, raw in enumerate((line for line in stream if line.strip()), start=1):
+        parsed = lines.parse(number, raw, seen, settings.task, settings.tasks())
+        if isinstance(parsed, lines.Request) and (number - 1) // part_lines not in done:
+            left[parsed.model] += 1
+    return left
 
 
 def set_ready(progress: Progress, lanes: dict[str, Lane], counts: dict[str, ReplicaCount]) -> None:
@@ -559,3 +580,7 @@ async def _answer_part(
     Progress.add(progress.done, summary.succeeded)
     Progress.add(progress.failed, summary.failed)
     Progress.add(progress.backlog, -summary.lines)
+    if settings.tasks() is not None:
+        for line in parsed:
+            if isinstance(line, lines.Request):
+                Progress.add(progress.lane(line.model).backlog, -1)

@@ -87,3 +87,14 @@ def test_the_endpoint_exports_each_count_under_its_name_type_and_help() -> None:
     # Read at each scrape, not once.
     Progress.add(progress.done, 1)
     assert f"{layout.DONE} 12.0" in generate_latest(registry).decode().splitlines()
+
+
+def test_with_several_models_the_backlog_is_each_models_labelled_as_vllm_labels_its_series() -> None:
+    progress = Progress()
+    Progress.add(progress.lane("qwen-chat").backlog, 40)
+    Progress.add(progress.lane("qwen-embed").backlog, 7)
+    registry = CollectorRegistry()
+    registry.register(ProgressCollector(progress))
+    text = generate_latest(registry).decode().splitlines()
+    backlog = [line for line in text if line.startswith(layout.BACKLOG)]
+    assert backlog == [f'{layout.BACKLOG}{{model_name="qwen-chat"}} 40.0', f'{layout.BACKLOG}{{model_name="qwen-embed"}} 7.0']

@@ -193,7 +193,7 @@ def test_an_http_answer_is_a_response_and_only_no_answer_is_an_error() -> None:
 def test_a_ready_replica_at_the_first_read_is_no_wake() -> None:
     replicas = Replicas([ReplicaCount(3, 1)])
     wake = ReplicaMeter(0.0, time.time(), ReplicaCount(0, 0))
-    assert bounded.wait_for_ready(replicas, settings("b"), wake, Progress()) == (ReplicaCount(3, 1), False)
+    assert bounded.wait_for_ready({"": replicas}, settings("b"), wake, Progress()) == ({"": ReplicaCount(3, 1)}, False)
     assert len(replicas.reads) == 1 and wake.last == ReplicaCount(3, 1)
 
 
@@ -202,8 +202,8 @@ def test_replicas_read_with_none_ready_are_a_wake_metered_until_one_is(caplog: p
     started = time.time()
     wake = ReplicaMeter(0.0, started, ReplicaCount(0, 0))
     with caplog.at_level(logging.WARNING, logger="batch"):
-        count, woke = bounded.wait_for_ready(replicas, settings("b", poll_seconds=0.1), wake, Progress())
-    assert (count, woke) == (ReplicaCount(2, 1), True)
+        counts, woke = bounded.wait_for_ready({"": replicas}, settings("b", poll_seconds=0.1), wake, Progress())
+    assert (counts, woke) == ({"": ReplicaCount(2, 1)}, True)
     # A read every poll (never more often), and not five seconds apart.
     gaps = [later - earlier for earlier, later in zip(replicas.reads, replicas.reads[1:], strict=False)]
     assert len(gaps) == 3 and all(0.1 <= gap < 1.0 for gap in gaps)
@@ -216,7 +216,7 @@ def test_replicas_read_with_none_ready_are_a_wake_metered_until_one_is(caplog: p
 def test_a_deployment_that_cannot_be_read_is_no_wake() -> None:
     replicas = Replicas([OSError("refused"), ReplicaCount(1, 1)])
     wake = ReplicaMeter(0.0, time.time(), ReplicaCount(0, 0))
-    assert bounded.wait_for_ready(replicas, settings("b"), wake, Progress()) == (ReplicaCount(1, 1), False)
+    assert bounded.wait_for_ready({"": replicas}, settings("b"), wake, Progress()) == ({"": ReplicaCount(1, 1)}, False)
 
 
 def test_no_ready_replica_by_the_timeout_is_an_error() -> None:
@@ -224,7 +224,7 @@ def test_no_ready_replica_by_the_timeout_is_an_error() -> None:
     wake = ReplicaMeter(0.0, time.time(), ReplicaCount(0, 0))
     started = time.monotonic()
     with pytest.raises(runner.NoReadyReplicaError, match=r"^no Ready replica after 0 s$"):
-        bounded.wait_for_ready(replicas, settings("b", ready_timeout_seconds=0.3), wake, Progress())
+        bounded.wait_for_ready({"": replicas}, settings("b", ready_timeout_seconds=0.3), wake, Progress())
     assert time.monotonic() - started >= 0.3
 
 
@@ -238,7 +238,7 @@ def test_sigterm_while_the_replicas_start_stops_the_wait() -> None:
     replicas = Replicas([ReplicaCount(1, 0)], on_read=sigterm)
     wake = ReplicaMeter(0.0, time.time(), ReplicaCount(0, 0))
     with pytest.raises(runner.DrainingError, match=r"^told to stop while the replicas start$"):
-        bounded.wait_for_ready(replicas, settings("b", poll_seconds=0.05), wake, progress)
+        bounded.wait_for_ready({"": replicas}, settings("b", poll_seconds=0.05), wake, progress)
     assert len(replicas.reads) == 2
 
 
@@ -891,3 +891,22 @@ def test_each_models_share_is_of_its_own_budget_and_reads_what_the_others_hold_o
     # A claim of a one-model runner holds its one share; a model no claim holds is free.
     assert objects.Lease("c", 0.0, 0.0, 10, in_flight_share=7).share_of("") == 7
     assert others[1].share_of("chat") == 0
+
+
+def test_each_models_backlog_counts_the_lines_it_is_still_to_be_sent() -> None:
+    routes = (
+        runner.ModelRoute("chat", "http://chat/v1", "generate", "chat", 4),
+        runner.ModelRoute("embed", "http://embed/v1", "embed", "embed", 4),
+    )
+    config = RunnerSettings("b", "", 0, models=routes)
+
+    def embedding(custom_id: str, model: str = "embed") -> bytes:
+        body = {"model": model, "input": custom_id}
+        return json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings", "body": body}).encode()
+
+    def chat(custom_id: str) -> bytes:
+        return json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": {"model": "chat"}}).encode()
+
+    # Parts of two lines: part 0 (c1, e1) was written before; an unknown model and a duplicate are sent to no model.
+    stream = [chat("c1"), b"  ", embedding("e1"), chat("c2"), embedding("e2", "other"), embedding("e3"), chat("c2")]
+    assert runner.backlog_by_model(iter(stream), 2, {0}, config) == {"chat": 1, "embed": 1}
