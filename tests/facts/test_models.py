@@ -216,3 +216,11 @@ def test_a_folder_of_a_users_own_config_is_read_with_its_modules(tmp_path: Path)
 
 def test_a_model_the_catalogue_lacks_has_no_facts() -> None:
     assert catalogued("someone/else") is None
+
+
+def test_the_nvfp4_checkpoints_globs_keep_all_but_the_routed_experts_in_bf16_under_vllms_modelopt_rule() -> None:
+    facts = catalogued(QWEN_397B_NVFP4)
+    assert facts is not None
+    text = config_of(QWEN_397B_NVFP4)["text_config"]
+    experts = text["num_hidden_layers"] * text["num_experts"] * 3 * text["moe_intermediate_size"] * text["hidden_size"]
+    assert facts.weight_bytes - facts.expert_weight_bytes == 2 * (facts.parameters - experts)
