@@ -52,8 +52,9 @@ class _Linear:
     # packed_modules_mapping; a layer's experts) and, for a fused one, the checkpoint names of all its shards.
     fused: str = ""
     shards: tuple[str, ...] = ()
-    # False where vLLM builds the module without the quantization config: the LM head (ParallelLMHead, no
-    # LinearBase), the MoE router and shared-expert gate (ReplicatedLinear(quant_config=None), qwen3_next.py).
+    # False where vLLM builds the module unquantized whatever the list: the MoE router and shared-expert gate
+    # (ReplicatedLinear(quant_config=None), qwen3_next.py); the LM head but under ModelOpt (a ParallelLMHead:
+    # Fp8Config quantizes LinearBase only, compressed-tensors only a head its groups target).
     quantizable: bool = True
 
 
@@ -353,7 +354,7 @@ def model_facts(config: Mapping[str, Any], *, model_id: str, sentence_transforme
     other = hidden  # the final norm
     other += vocab * hidden  # the input embeddings, never quantized
     if task == "generate":
-        linears.append(_Linear("lm_head", vocab, hidden, quantizable=False))
+        linears.append(_Linear("lm_head", vocab, hidden, quantizable=scheme.method == "modelopt"))
     for index, kind in enumerate(kinds):
         found, extra = layer(f"{base}.layers.{index}", kind, index)
         linears += found

@@ -224,3 +224,15 @@ def test_the_nvfp4_checkpoints_globs_keep_all_but_the_routed_experts_in_bf16_und
     text = config_of(QWEN_397B_NVFP4)["text_config"]
     experts = text["num_hidden_layers"] * text["num_experts"] * 3 * text["moe_intermediate_size"] * text["hidden_size"]
     assert facts.weight_bytes - facts.expert_weight_bytes == 2 * (facts.parameters - experts)
+
+
+def test_the_lm_head_follows_the_list_only_under_modelopt() -> None:
+    fp8 = config_of(QWEN_27B)
+    fp8["quantization_config"]["modules_to_not_convert"].remove("lm_head")
+    # Fp8Config quantizes LinearBase layers only; the head is a ParallelLMHead.
+    assert model_facts(fp8, model_id="x").weight_bytes == catalogued(QWEN_27B).weight_bytes  # type: ignore[union-attr]
+    nvfp4 = config_of(QWEN_397B_NVFP4)
+    nvfp4["quantization_config"]["exclude_modules"].remove("lm_head")
+    head = config_of(QWEN_397B_NVFP4)["text_config"]["vocab_size"] * 4096
+    saved = catalogued(QWEN_397B_NVFP4).weight_bytes - model_facts(nvfp4, model_id="x").weight_bytes  # type: ignore[union-attr]
+    assert saved == pytest.approx(2 * head - head * (0.5 + 1 / 16), rel=0.001)
