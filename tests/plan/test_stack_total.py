@@ -9,6 +9,7 @@ import pytest
 from plan.estimates import CLUSTER_FEE_PER_HOUR, LIST_PRICE_PER_NODE_HOUR
 from plan.stack import plan_stack
 from tests.conftest import rendered, stack_settings
+from tests.stacks.handed import parsed
 
 
 def rag_total() -> dict[str, Any]:
@@ -45,3 +46,18 @@ def test_the_total_cost_is_the_models_replicas_plus_what_they_share_once() -> No
 
 def test_a_one_model_stack_has_no_total_beside_its_estimate() -> None:
     assert "estimatesTotal" not in rendered("dev").outputs
+
+
+def test_a_reservation_is_billed_once_and_its_nodes_are_spent_once_across_the_models() -> None:
+    models = [{"id": "Qwen/Qwen3.5-27B-FP8", "nodes": 2}, {"id": "Qwen/Qwen3-Embedding-8B", "nodes": 2}]
+    settings = parsed(
+        models=models, capacity={"mode": "fallback", "fallback": ["reservation", "spot"], "reservation": {"name": "a4", "nodes": 3}}
+    )
+    plan = plan_stack(settings, "rag")
+    assert plan.total is not None
+    total = plan.total.as_output()
+    keeps: dict[str, float] = total["whenIdle"]["keeps"]  # type: ignore[index]
+    reserved = [cost for item, cost in keeps.items() if item.startswith("reservation a4")]
+    assert reserved == [pytest.approx(3 * LIST_PRICE_PER_NODE_HOUR["reservation"])]
+    # Four replicas, three on the reservation: only the one beyond it bills (at the first step's price), not one per model.
+    assert total["costPerHour"] == pytest.approx(LIST_PRICE_PER_NODE_HOUR["reservation"] + sum(keeps.values()), abs=0.011)
