@@ -35,7 +35,18 @@ from facts.naming import (
 )
 from plan.batch_plan import RENDERED_LINES, BatchPace, BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
-from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour, throughput
+from plan.estimates import (
+    Commitment,
+    Costing,
+    Estimate,
+    GatewayPods,
+    Total,
+    estimate,
+    price_per_node_hour,
+    served_nodes,
+    stack_total,
+    throughput,
+)
 from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
@@ -733,6 +744,8 @@ class StackPlan:
     # Every model's replica set: the one of a one-model stack, or one per entry of llm:models.
     served: tuple[ServedModel, ...] = ()
     batch: BatchSpec | None = None
+    # With several models: their figures in all, what they share counted once. None for a one-model stack.
+    total: Total | None = None
 
 
 def embedding(model: ModelSettings) -> Embedding | None:
@@ -875,6 +888,9 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         served=served,
         outputs=replace(first.outputs, serving=models_output(settings, served)),
         scaled_to_zero=all(plan.scaled_to_zero for plan in plans),
+        total=stack_total(
+            [(model.name, plan.costing, served_nodes(plan.costing, plan.scaled_to_zero)) for plan, model in zip(plans, served, strict=True)]
+        ),
         observability=replace(first.observability, models=watched, alerting=any(watch.alerting for watch in watched))
         if first.observability
         else None,
