@@ -102,7 +102,8 @@ def test_chart_values_run_one_sized_endpoint_picker_with_gke_monitoring() -> Non
 @pytest.mark.parametrize("version", ["v1.4.0", "v1.5.0"])
 def test_every_chart_value_set_is_read_by_the_pinned_chart(version: str) -> None:
     settings = StackSettings.model_validate({"project": "example-project", "routing": "gateway", "gateway": {"chartVersion": version}})
-    unread = [key for key in flatten(endpoint_picker_values(gateway_spec(settings))) if not chart_reads(version, key)]
+    spec = gateway_spec(settings)
+    unread = [key for key in flatten(endpoint_picker_values(spec, spec.pools[0])) if not chart_reads(version, key)]
     assert unread == []
 
 
