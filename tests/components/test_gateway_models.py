@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from components.gateway import MODEL_HEADER, ROUTER, router_values
-from plan.stack import plan_stack
+from components.observability import charts
+from plan.stack import StackPlan, plan_stack
 from render.chart import chart_objects
 from render.cluster_model import check_cluster
 from render.engine import PROJECT_ROOT, Render
@@ -26,6 +27,11 @@ GATEWAY = {"routing": "gateway", "gateway": {"chartVersion": "v1.5.0"}}
 
 def routed() -> Render:
     return render_with("rag", **GATEWAY)
+
+
+def routed_plan() -> StackPlan:
+    values = stack_settings("rag").model_dump(by_alias=True, exclude_unset=True)
+    return plan_stack(StackSettings.model_validate(values | GATEWAY), "rag")
 
 
 def objects(render: Render, kind: str, chart: str = "") -> list[dict[str, Any]]:
@@ -57,8 +63,7 @@ def test_each_model_gets_its_own_pool_and_endpoint_picker_selecting_its_pods() -
 def test_one_route_sends_each_served_name_to_its_models_pool_and_nothing_else() -> None:
     render = routed()
     (route,) = render.by_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute")
-    plan = plan_stack(stack_settings("rag").model_copy(update={"routing": "gateway"}), "rag")
-    served = {model.replicas.served_name: model.name for model in plan.served}
+    served = {model.replicas.served_name: model.name for model in routed_plan().served}
     rules = route.inputs["spec"]["rules"]
     assert len(rules) == len(served) == 2
     sent = {}
@@ -119,3 +124,13 @@ def test_a_model_scaled_to_zero_has_no_pool_and_no_rule() -> None:
     (route,) = render.by_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute")
     assert {rule["backendRefs"][0]["name"] for rule in route.inputs["spec"]["rules"]} == serving
     assert {pool["metadata"]["name"] for pool in objects(render, "InferencePool")} == serving
+
+
+def test_each_models_pool_has_its_own_endpoint_picker_chart() -> None:
+    plan = routed_plan()
+    assert plan.observability is not None and plan.observability.gateway
+    pools = {title: queries for title, queries in charts(plan.observability) if "Endpoint picker" in title}
+    assert len(pools) == len(plan.served) == 2
+    for model in plan.served:
+        (queries,) = [queries for title, queries in pools.items() if title.startswith(f"{model.name}: ")]
+        assert all(f'name="{model.name}"' in query for query in queries)
