@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ from components.gateway import MODEL_HEADER, ROUTER, router_values
 from components.observability import charts
 from plan.stack import StackPlan, plan_stack
 from render.chart import chart_objects
-from render.cluster_model import check_cluster
+from render.cluster_model import Sourced, check_cluster, cluster_objects, problems
 from render.engine import PROJECT_ROOT, Render
 from render.files import flatten
 from render.validation import validate_render
@@ -134,3 +136,19 @@ def test_each_models_pool_has_its_own_endpoint_picker_chart() -> None:
     for model in plan.served:
         (queries,) = [queries for title, queries in pools.items() if title.startswith(f"{model.name}: ")]
         assert all(f'name="{model.name}"' in query for query in queries)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda spec: spec["targetRefs"][0].update(name="gone"), "target Gateway gone does not exist"),
+        (lambda spec: spec["extensionChains"][0]["extensions"][0]["backendRef"].update(name="gone"), "callout Service gone does not exist"),
+    ],
+    ids=["gateway", "service"],
+)
+def test_the_render_refuses_a_router_extension_naming_what_the_stack_lacks(change: Callable[[dict[str, Any]], None], expected: str) -> None:
+    objects = [Sourced(o.source, copy.deepcopy(o.manifest)) for o in cluster_objects(routed())]
+    assert problems(objects) == []
+    (extension,) = [o for o in objects if o.kind == "GCPRoutingExtension"]
+    change(extension.manifest["spec"])
+    assert [p for p in problems(objects) if expected in p] != []
