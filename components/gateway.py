@@ -28,8 +28,6 @@ ROUTER = "body-based-router"
 # Set by the body-based router from the body's `model` (pkg/bbr/handlers/request.go, modelHeader).
 MODEL_HEADER = "X-Gateway-Model-Name"
 CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/{version}/v1-manifests.yaml"
-# The chart names the InferencePool after the Helm release: a one-model stack's.
-POOL = "vllm"
 GATEWAY = "inference-gateway"
 ROUTE = "vllm"
 UPSTREAM_REGISTRY = "registry.k8s.io"
@@ -208,6 +206,7 @@ class InferenceGateway(pulumi.ComponentResource):
                 f"endpoint-picker-{pool.name}" if spec.by_model else "endpoint-picker",
                 chart=CHART,
                 version=spec.chart_version,
+                # The chart names the InferencePool after the release: the model's replica set name.
                 name=pool.name,
                 namespace=spec.namespace,
                 values=endpoint_picker_values(spec, pool),
