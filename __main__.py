@@ -141,7 +141,7 @@ if specs.gateway and specs.proxy_subnet:
         specs.gateway,
         prerequisites=[*(apis.services[api] for api in InferenceGateway.USES), proxy_subnet],
         kubernetes=cluster.provider,
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, *served.values()])),
     )
     pulumi.export("gatewayAddress", gateway.address)
 

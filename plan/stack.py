@@ -517,6 +517,17 @@ class AutoscalingSpec:
 
 
 @dataclass(frozen=True)
+class InferencePoolSpec:
+    """One model's InferencePool and endpoint picker: a chart release named as the model's replica set."""
+
+    name: str
+    # What a request's body names as its `model`; the route matches it with several models.
+    served_name: str
+    # The labels of the model's pods.
+    selector: dict[str, str]
+
+
+@dataclass(frozen=True)
 class GatewaySpec:
     namespace: str
     labels: dict[str, str]
@@ -528,13 +539,15 @@ class GatewaySpec:
     endpoint_picker_memory: str
     endpoint_picker_replicas: int
     programmed_timeout_minutes: int
-    pool_selector: dict[str, str]
+    # A pool per model that may serve. None (scaled to zero): no endpoint picker and no route, but the Gateway
+    # and its address stay.
+    pools: tuple[InferencePoolSpec, ...]
     port: int
     cluster_minor: int
-    # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
-    serving: bool
     # The endpoint picker's registry (registry.k8s.io) as the nodes reach it.
     image_registry: str = "registry.k8s.io"
+    # With several models: the route picks a pool by the model a request's body names.
+    by_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -872,7 +885,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     """The specs of every component the stack registers; None for those it does not.
 
     With several models each is planned as the one-model stack it is (stacks/settings.py, each_model), its replica
-    set named by its short name; the shared components are the same in each plan, and are taken from the first."""
+    set named by its short name; the shared components are the same in each plan, and are taken from the first, but
+    the gateway routes to every model's pool."""
     if settings.models is None:
         return _plan(settings, stack, REPLICAS)
     plans = [_plan(one, stack, model_short_name(one.model.id)) for one in settings.each_model()]
@@ -893,6 +907,9 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         ),
         observability=replace(first.observability, models=watched, alerting=any(watch.alerting for watch in watched))
         if first.observability
+        else None,
+        gateway=replace(first.gateway, pools=tuple(pool for plan in plans if plan.gateway for pool in plan.gateway.pools), by_model=True)
+        if first.gateway
         else None,
     )
 
@@ -1021,10 +1038,9 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
             gateway_settings.endpoint_picker_memory,
             gateway_settings.endpoint_picker_replicas,
             gateway_settings.programmed_timeout_minutes,
-            replicas.selector,
+            () if scaled_to_zero else (InferencePoolSpec(name, replicas.served_name, replicas.selector),),
             settings.serving.port,
             settings.cluster.minor,
-            not scaled_to_zero,
             registry_prefix(settings, "registry.k8s.io") or "registry.k8s.io",
         )
         if settings.routing == "gateway"

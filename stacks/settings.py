@@ -233,6 +233,14 @@ class StackSettings(Section):
                 "external",
                 "exposes the model to the internet; set allowPublicExposure: true to opt in, or use internal",
             )
+        if self.routing == "gateway" and self.model.serves == "embed" and self.gateway.chart_version == "v1.4.0":
+            raise ConfigProblem(
+                ("gateway", "chartVersion"),
+                "v1.4.0",
+                f"runs an endpoint picker that parses /v1/embeddings as a completions request and refuses it without a "
+                f"prompt, so {self.model.id} (an embedding model) could not be reached through the Gateway; use v1.5.0, "
+                "which parses embeddings requests",
+            )
         if self.routing == "gateway" and self.gateway.existing_proxy_subnet is None:
             proxy = ipaddress.IPv4Network(self.gateway.proxy_subnet_cidr)
             for key, cidr in (
@@ -337,11 +345,10 @@ class StackSettings(Section):
 
     def _models_together(self) -> None:
         models, each = self.models or [], self._each
-        for key, value in (("routing", self.routing), ("batch", self.batch.enabled), ("benchmark", self.benchmark.enabled)):
-            if value not in ("clusterip", False):
-                path = ("routing",) if key == "routing" else (key, "enabled")
+        for key, value in (("batch", self.batch.enabled), ("benchmark", self.benchmark.enabled)):
+            if value:
                 raise ConfigProblem(
-                    path,
+                    (key, "enabled"),
                     value,
                     f"is not yet done for several models ({len(models)} listed in models); {_NOT_YET[key]} (docs/architecture.md)",
                 )
@@ -489,7 +496,6 @@ class StackSettings(Section):
 
 # What several models lack so far, and what to do meanwhile.
 _NOT_YET = {
-    "routing": "each model needs its own InferencePool and endpoint picker and a route by model name; use clusterip",
     "batch": "the runner sends to one model and a file's wake wakes one Deployment; run batches in a one-model stack",
     "benchmark": "the benchmark Job measures one model; turn it off, or benchmark each model in a one-model stack",
 }
