@@ -141,7 +141,7 @@ if specs.gateway and specs.proxy_subnet:
         specs.gateway,
         prerequisites=[*(apis.services[api] for api in InferenceGateway.USES), proxy_subnet],
         kubernetes=cluster.provider,
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, replicas])),
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[cluster.namespace, *served.values()])),
     )
     pulumi.export("gatewayAddress", gateway.address)
 
@@ -173,6 +173,8 @@ if several:
     # Each model's URL and served name are in serving's models; its figures by its short name.
     pulumi.export("servedNames", [model.replicas.served_name for model in specs.served])
     pulumi.export("estimates", {model.name: model.estimate.as_output() for model in specs.served})
+    if specs.total is not None:
+        pulumi.export("estimatesTotal", specs.total.as_output())
     pulumi.export("engineMemory", {model.name: model.engine_memory.as_output() for model in specs.served})
 else:
     pulumi.export("serviceUrl", replicas.url)

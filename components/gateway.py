@@ -1,4 +1,8 @@
-"""The Inference Gateway: endpoint-picker chart, Gateway and HTTPRoute to the InferencePool.
+"""The Inference Gateway: an endpoint-picker chart per model, Gateway and HTTPRoute to the InferencePools.
+
+With several models, one InferencePool and endpoint picker per model (an endpoint picker serves one pool),
+the body-based router that copies a request body's `model` into a header, and one route rule per model
+matching that header (docs/architecture.md, "Routing").
 
 Used when a stack sets ``routing: gateway``. It costs 31-37% of throughput
 against round-robin ClusterIP (docs/reference.md) and earns its keep
@@ -14,12 +18,16 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import Manifest, guaranteed
 from components.options import child_options
-from plan.stack import GatewaySpec
+from plan.stack import GatewaySpec, InferencePoolSpec
 
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
+# Published from config/charts/body-based-routing at each release, with the release's version.
+ROUTER_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/body-based-routing"
+# The release name the upstream guides install it as.
+ROUTER = "body-based-router"
+# Set by the body-based router from the body's `model` (pkg/bbr/handlers/request.go, modelHeader).
+MODEL_HEADER = "X-Gateway-Model-Name"
 CRD_MANIFEST = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/{version}/v1-manifests.yaml"
-# The chart names the InferencePool after the Helm release.
-POOL = "vllm"
 GATEWAY = "inference-gateway"
 ROUTE = "vllm"
 UPSTREAM_REGISTRY = "registry.k8s.io"
@@ -34,11 +42,11 @@ def installs_crds(spec: GatewaySpec) -> bool:
     return mode == "always" or (mode == "auto" and spec.cluster_minor < GKE_INSTALLS_CRDS_FROM_MINOR)
 
 
-def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
+def endpoint_picker_values(spec: GatewaySpec, pool: InferencePoolSpec) -> dict[str, Any]:
     """Chart values; every key is one the pinned chart version reads (tested against its key list)."""
     port = spec.port
     values: dict[str, Any] = {
-        "inferencePool": {"modelServers": {"matchLabels": spec.pool_selector}, "targetPorts": [{"number": port}]},
+        "inferencePool": {"modelServers": {"matchLabels": pool.selector}, "targetPorts": [{"number": port}]},
         "inferenceExtension": {
             # More than one replica is leader election (standby), not more capacity.
             "replicas": spec.endpoint_picker_replicas,
@@ -60,6 +68,20 @@ def endpoint_picker_values(spec: GatewaySpec) -> dict[str, Any]:
             else {"registry": spec.image_registry}
         )
         values["inferenceExtension"]["image"] = image
+    return values
+
+
+def router_values(spec: GatewaySpec) -> dict[str, Any]:
+    """The body-based router's chart values: GKE's GCPRoutingExtension on the stack's Gateway (its templates/gke.yaml)."""
+    values: dict[str, Any] = {"provider": {"name": "gke"}, "inferenceGateway": {"name": GATEWAY}}
+    if spec.image_registry != UPSTREAM_REGISTRY:
+        # Through the stack's mirror of registry.k8s.io; v1.5.0 renamed the keys as the endpoint picker's.
+        image = (
+            {"hub": f"{spec.image_registry}/gateway-api-inference-extension"}
+            if spec.chart_version == "v1.4.0"
+            else {"registry": spec.image_registry}
+        )
+        values["bbr"] = {"image": image}
     return values
 
 
@@ -85,21 +107,28 @@ def gateway_manifest(spec: GatewaySpec) -> dict[str, Any]:
     }
 
 
+def route_rule(pool: InferencePoolSpec, *, by_model: bool) -> dict[str, Any]:
+    """Every request to the pool, or with several models those whose body names the pool's model."""
+    match: dict[str, Any] = {"path": {"type": "PathPrefix", "value": "/"}}
+    if by_model:
+        match["headers"] = [{"type": "Exact", "name": MODEL_HEADER, "value": pool.served_name}]
+    return {
+        "matches": [match],
+        # No `timeouts`: GKE's Gateway controller does not accept them (the route
+        # would not be Accepted); the GCPBackendPolicy carries the backend timeout.
+        "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": pool.name}],
+    }
+
+
 def route_manifest(spec: GatewaySpec) -> dict[str, Any]:
+    """One route; with several models one rule per model and no other, so a request naming none is not routed."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
         "metadata": {"name": ROUTE, "namespace": spec.namespace, "labels": spec.labels},
         "spec": {
             "parentRefs": [{"name": GATEWAY}],
-            "rules": [
-                {
-                    "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-                    # No `timeouts`: GKE's Gateway controller does not accept them (the route
-                    # would not be Accepted); the GCPBackendPolicy carries the backend timeout.
-                    "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": POOL}],
-                }
-            ],
+            "rules": [route_rule(pool, by_model=spec.by_model) for pool in spec.pools],
         },
     }
 
@@ -147,7 +176,7 @@ def fixed_health_check_port() -> pulumi.ResourceTransform:
 
 
 class InferenceGateway(pulumi.ComponentResource):
-    """Registers CRDs (when needed), the endpoint-picker chart, the Gateway and its route.
+    """Registers CRDs (when needed), the endpoint-picker charts, the Gateway, the body-based router and the route.
 
     ``prerequisites`` are the API and proxy-only subnet the Gateway must never precede.
     """
@@ -171,24 +200,25 @@ class InferenceGateway(pulumi.ComponentResource):
             chart_after.append(
                 k8s.yaml.v2.ConfigFile("inferencepool-crds", file=CRD_MANIFEST.format(version=spec.chart_version), opts=base)
             )
-        chart: list[pulumi.Resource] = []
-        if spec.serving:
-            chart.append(
-                k8s.helm.v4.Chart(
-                    "endpoint-picker",
-                    chart=CHART,
-                    version=spec.chart_version,
-                    name=POOL,
-                    namespace=spec.namespace,
-                    values=endpoint_picker_values(spec),
-                    opts=pulumi.ResourceOptions.merge(
-                        base,
-                        pulumi.ResourceOptions(
-                            depends_on=chart_after, transforms=[backend_timeout(spec.backend_timeout_seconds), fixed_health_check_port()]
-                        ),
+        chart: list[pulumi.Resource] = [
+            k8s.helm.v4.Chart(
+                # A one-model stack keeps its resource name (renaming would replace it).
+                f"endpoint-picker-{pool.name}" if spec.by_model else "endpoint-picker",
+                chart=CHART,
+                version=spec.chart_version,
+                # The chart names the InferencePool after the release: the model's replica set name.
+                name=pool.name,
+                namespace=spec.namespace,
+                values=endpoint_picker_values(spec, pool),
+                opts=pulumi.ResourceOptions.merge(
+                    base,
+                    pulumi.ResourceOptions(
+                        depends_on=chart_after, transforms=[backend_timeout(spec.backend_timeout_seconds), fixed_health_check_port()]
                     ),
-                )
+                ),
             )
+            for pool in spec.pools
+        ]
         wait = programmed_timeout(spec)
         self.gateway = Manifest(
             GATEWAY,
@@ -201,6 +231,19 @@ class InferenceGateway(pulumi.ComponentResource):
             ),
             outputs=("status",),
         )
+        if spec.by_model and chart:
+            # Its GCPRoutingExtension attaches to the Gateway; the route matches the header it sets.
+            chart.append(
+                k8s.helm.v4.Chart(
+                    ROUTER,
+                    chart=ROUTER_CHART,
+                    version=spec.chart_version,
+                    name=ROUTER,
+                    namespace=spec.namespace,
+                    values=router_values(spec),
+                    opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[self.gateway])),
+                )
+            )
         if chart:
             Manifest(
                 ROUTE,

@@ -28,6 +28,7 @@ TILE_HEIGHT = 16
 WINDOW = "5m"
 AVAILABLE = "kube_deployment_status_replicas_available"
 DESIRED = "kube_deployment_spec_replicas"
+POOL_METRICS = ("inference_pool_average_queue_size", "inference_pool_average_kv_cache_utilization", "inference_pool_ready_pods")
 
 
 def _on(spec: ObservabilitySpec) -> str:
@@ -127,17 +128,20 @@ def charts(spec: ObservabilitySpec) -> list[tuple[str, list[str]]]:
             ("Batch requests/s: done, failed", [_rate(layout.DONE, _on(spec)), _rate(layout.FAILED, _on(spec))]),
         ]
     if spec.gateway:
-        found.append(
+        found += [
             (
-                "Endpoint picker: pool queue, KV cache, ready pods",
-                [
-                    f"max(inference_pool_average_queue_size{{{_on(spec)}}})",
-                    f"max(inference_pool_average_kv_cache_utilization{{{_on(spec)}}})",
-                    f"max(inference_pool_ready_pods{{{_on(spec)}}})",
-                ],
+                f"{scope.title}Endpoint picker: pool queue, KV cache, ready pods",
+                [f"max({metric}{{{_pool(spec, scope)}}})" for metric in POOL_METRICS],
             )
-        )
+            for scope in scopes
+        ]
     return found
+
+
+def _pool(spec: ObservabilitySpec, scope: _Scope) -> str:
+    """The endpoint picker's series of the scope's pool: with several models each model's pool, named as its
+    replica set; the picker labels them `name` (poolLabels in pkg/epp/metrics/metrics.go)."""
+    return f'{_on(spec)},name="{scope.watched.deployment}"' if spec.models else _on(spec)
 
 
 def _position(index: int) -> dict[str, int]:

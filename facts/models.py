@@ -13,7 +13,7 @@ import fnmatch
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -43,11 +43,55 @@ class ModelConfigError(ValueError):
 
 @dataclass(frozen=True)
 class _Linear:
-    name: str  # the module's name in the checkpoint, matched against the quantization's exclusions
+    name: str  # the module's name in the checkpoint, as the quantization's exclusions name it
     rows: int  # output features
     columns: int  # input features
     count: int = 1  # identical modules (the experts of one layer)
     expert: bool = False
+    # vLLM's module where it builds this one with others (qkv_proj, gate_up_proj, in_proj_qkvz, in_proj_ba: its
+    # packed_modules_mapping; a layer's experts) and, for a fused one, the checkpoint names of all its shards.
+    fused: str = ""
+    shards: tuple[str, ...] = ()
+    # False where vLLM builds the module unquantized whatever the list: the MoE router and shared-expert gate
+    # (ReplicatedLinear(quant_config=None), qwen3_next.py); the LM head but under ModelOpt (a ParallelLMHead:
+    # Fp8Config quantizes LinearBase only, compressed-tensors only a head its groups target).
+    quantizable: bool = True
+
+
+def _fused(prefix: str, fused: str, shards: tuple[str, ...], sizes: tuple[tuple[int, int], ...]) -> Iterator[_Linear]:
+    """The shards of one module vLLM fuses, each with its own size (rows, columns)."""
+    names = tuple(f"{prefix}.{shard}" for shard in shards)
+    for name, (rows, columns) in zip(names, sizes, strict=True):
+        yield _Linear(name, rows, columns, fused=f"{prefix}.{fused}", shards=names)
+
+
+def vllm_skips(
+    module: str, shards: tuple[str, ...], matches: Callable[[str], bool], excluded: Sequence[str], *, experts_by_entry: bool = True
+) -> bool:
+    """Whether vLLM builds ``module`` unquantized: vLLM 0.26.0's rule (``is_layer_skipped`` in
+    vllm/model_executor/layers/quantization/utils/quant_utils.py; 0.33.0 the same, 0.18.1 without the first test).
+
+    ``matches`` tests one name against the list as the method does (for ``fp8``: the name is in the list, whole).
+    A fused module is skipped when its own name matches, else when every shard matches; some but not all is
+    refused at start ("Detected some but not all shards ... are quantized"). A layer's experts are skipped when
+    an entry that names experts contains the experts' prefix (not so for compressed-tensors, whose
+    ``should_ignore_layer`` in compressed_tensors/utils.py is otherwise the same rule: ``experts_by_entry``).
+    Names are compared as the checkpoint spells them: vLLM renames the list by the prefix map that names its
+    modules (``apply_vllm_mapper``, the model's ``hf_to_vllm_mapper``), so the test is the same.
+    """
+    if shards:
+        if matches(module):
+            return True
+        skipped = {matches(shard) for shard in shards}
+        if len(skipped) > 1:
+            raise ModelConfigError(
+                f"config.json's quantization_config keeps some but not all of {', '.join(shards)} unquantized: "
+                f"vLLM fuses them into {module} and refuses to start"
+            )
+        return skipped.pop()
+    if experts_by_entry and module.endswith(".experts"):
+        return any(module in entry for entry in excluded if "experts" in entry)
+    return matches(module)
 
 
 @dataclass(frozen=True)
@@ -55,24 +99,31 @@ class _Scheme:
     kind: Quantization
     block: tuple[int, int] | None  # FP8 block shape; None: one scale per output channel
     excluded: tuple[str, ...]
+    # The config's quant_method: which test of a name against the list vLLM applies.
+    method: str = "fp8"
 
-    def keeps(self, name: str) -> bool:
-        """Whether the checkpoint keeps ``name`` out of its quantization (the config's exclusion list)."""
-        for pattern in self.excluded:
-            if pattern.startswith("re:"):
-                if re.match(pattern[3:], name):
-                    return True
-            elif "*" in pattern or "?" in pattern:
-                if fnmatch.fnmatchcase(name, pattern):
-                    return True
-            elif f".{pattern}." in f".{name}.":
-                # A whole dotted part of the name: mlp.gate keeps the router, not mlp.gate_proj.
-                return True
-        return False
+    def matches(self, name: str) -> bool:
+        if self.method == "compressed-tensors":
+            # Equal, or "re:" a regular expression matched from the start (compressed_tensors/utils.py,
+            # _is_equal_or_regex_match).
+            return any(re.match(p[3:], name) if p.startswith("re:") else p == name for p in self.excluded)
+        # fp8 and modelopt: the whole name, exactly (Fp8Config.get_quant_method, ModelOpt's first test).
+        return name in self.excluded
+
+    def keeps(self, linear: _Linear) -> bool:
+        """Whether vLLM loads ``linear`` in bf16 under this quantization."""
+        if self.kind == "bf16" or not linear.quantizable:
+            return True
+        module = linear.fused or linear.name
+        # ModelOpt then keeps a module its list names in part or by a glob (modelopt.py, is_layer_excluded).
+        if self.method == "modelopt" and any(p in module or fnmatch.fnmatchcase(module, p) for p in self.excluded):
+            return True
+        experts_by_entry = self.method != "compressed-tensors"
+        return vllm_skips(module, linear.shards, self.matches, self.excluded, experts_by_entry=experts_by_entry)
 
     def bytes(self, linear: _Linear) -> int:
         elements = linear.rows * linear.columns
-        if self.kind == "bf16" or self.keeps(linear.name):
+        if self.keeps(linear):
             size = elements * MODEL_DTYPE_BYTES
         elif self.kind == "fp8":
             if self.block is None:
@@ -165,23 +216,24 @@ def _scheme(config: Mapping[str, Any]) -> _Scheme:
     if method == "fp8":
         block = quant.get("weight_block_size")
         shape = (int(block[0]), int(block[1])) if isinstance(block, list) and len(block) == 2 else None
-        excluded = quant.get("modules_to_not_convert") or quant.get("ignored_layers") or []
+        # vLLM reads ignored_layers first, then modules_to_not_convert (Fp8Config.from_config).
+        excluded = quant.get("ignored_layers") or quant.get("modules_to_not_convert") or []
         return _Scheme("fp8", shape, tuple(excluded))
     if method == "modelopt":
         algo = str(quant.get("quant_algo", "")).upper()
         kinds: dict[str, Quantization] = {"FP8": "fp8", "NVFP4": "nvfp4"}
         if algo not in kinds:
             raise ModelConfigError(f"config.json's quantization_config: ModelOpt quant_algo {algo!r} is not FP8 or NVFP4")
-        return _Scheme(kinds[algo], None, tuple(quant.get("exclude_modules") or quant.get("ignore") or []))
+        return _Scheme(kinds[algo], None, tuple(quant.get("exclude_modules") or quant.get("ignore") or []), "modelopt")
     if method == "compressed-tensors":
         groups = quant.get("config_groups") or {}
         weights = [g.get("weights") or {} for g in groups.values() if isinstance(g, Mapping)]
         if weights and all(w.get("type") == "float" and w.get("num_bits") == 8 for w in weights):
             block = weights[0].get("block_structure")
             shape = (int(block[0]), int(block[1])) if isinstance(block, list) and len(block) == 2 else None
-            return _Scheme("fp8", shape, tuple(quant.get("ignore") or []))
+            return _Scheme("fp8", shape, tuple(quant.get("ignore") or []), "compressed-tensors")
         if weights and all(w.get("type") == "float" and w.get("num_bits") == 4 and w.get("group_size") == NVFP4_GROUP for w in weights):
-            return _Scheme("nvfp4", None, tuple(quant.get("ignore") or []))
+            return _Scheme("nvfp4", None, tuple(quant.get("ignore") or []), "compressed-tensors")
         raise ModelConfigError("config.json's quantization_config: compressed-tensors weights that are neither FP8 nor NVFP4")
     raise ModelConfigError(f"config.json's quantization_config: quant_method {method!r} is not one of fp8, modelopt, compressed-tensors")
 
@@ -189,9 +241,8 @@ def _scheme(config: Mapping[str, Any]) -> _Scheme:
 def _attention(prefix: str, text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> Iterator[_Linear]:
     # Qwen 3.5's gated attention projects a gate beside each query head (vllm/model_executor/models/qwen3_next.py).
     gate = 2 if text.get("attn_output_gate") else 1
-    yield _Linear(f"{prefix}.self_attn.q_proj", heads * head_dim * gate, hidden)
-    yield _Linear(f"{prefix}.self_attn.k_proj", kv_heads * head_dim, hidden)
-    yield _Linear(f"{prefix}.self_attn.v_proj", kv_heads * head_dim, hidden)
+    sizes = ((heads * head_dim * gate, hidden), (kv_heads * head_dim, hidden), (kv_heads * head_dim, hidden))
+    yield from _fused(f"{prefix}.self_attn", "qkv_proj", ("q_proj", "k_proj", "v_proj"), sizes)
     yield _Linear(f"{prefix}.self_attn.o_proj", hidden, heads * head_dim)
 
 
@@ -199,10 +250,9 @@ def _linear_attention(prefix: str, text: Mapping[str, Any], hidden: int) -> Iter
     key = _int(text, "linear_num_key_heads") * _int(text, "linear_key_head_dim")
     value_heads = _int(text, "linear_num_value_heads")
     value = value_heads * _int(text, "linear_value_head_dim")
-    yield _Linear(f"{prefix}.linear_attn.in_proj_qkv", 2 * key + value, hidden)
-    yield _Linear(f"{prefix}.linear_attn.in_proj_z", value, hidden)
-    yield _Linear(f"{prefix}.linear_attn.in_proj_b", value_heads, hidden)
-    yield _Linear(f"{prefix}.linear_attn.in_proj_a", value_heads, hidden)
+    # Qwen 3.5's checkpoint keeps the four apart; vLLM fuses them in two (qwen3_5.py, packed_modules_mapping).
+    yield from _fused(f"{prefix}.linear_attn", "in_proj_qkvz", ("in_proj_qkv", "in_proj_z"), ((2 * key + value, hidden), (value, hidden)))
+    yield from _fused(f"{prefix}.linear_attn", "in_proj_ba", ("in_proj_b", "in_proj_a"), ((value_heads, hidden), (value_heads, hidden)))
     yield _Linear(f"{prefix}.linear_attn.out_proj", hidden, value)
 
 
@@ -220,18 +270,21 @@ def _mlp(prefix: str, text: Mapping[str, Any], hidden: int, index: int) -> Itera
     dense_only = text.get("mlp_only_layers") or []
     if experts and index not in dense_only and (index + 1) % sparse_step == 0:
         size = _int(text, "moe_intermediate_size")
+        # vLLM builds a layer's experts as one module, "<layer>.mlp.experts".
         for name, rows, columns in (("gate_proj", size, hidden), ("up_proj", size, hidden), ("down_proj", hidden, size)):
-            yield _Linear(f"{prefix}.mlp.experts.0.{name}", rows, columns, count=experts, expert=True)
-        yield _Linear(f"{prefix}.mlp.gate", experts, hidden)
+            yield _Linear(f"{prefix}.mlp.experts.0.{name}", rows, columns, count=experts, expert=True, fused=f"{prefix}.mlp.experts")
+        yield _Linear(f"{prefix}.mlp.gate", experts, hidden, quantizable=False)
         shared = _int(text, "shared_expert_intermediate_size", 0)
         if shared:
-            for name, rows, columns in (("gate_proj", shared, hidden), ("up_proj", shared, hidden), ("down_proj", hidden, shared)):
-                yield _Linear(f"{prefix}.mlp.shared_expert.{name}", rows, columns)
-            yield _Linear(f"{prefix}.mlp.shared_expert_gate", 1, hidden)
+            yield from _mlp_projections(f"{prefix}.mlp.shared_expert", shared, hidden)
+            yield _Linear(f"{prefix}.mlp.shared_expert_gate", 1, hidden, quantizable=False)
         return
-    size = _int(text, "intermediate_size")
-    for name, rows, columns in (("gate_proj", size, hidden), ("up_proj", size, hidden), ("down_proj", hidden, size)):
-        yield _Linear(f"{prefix}.mlp.{name}", rows, columns)
+    yield from _mlp_projections(f"{prefix}.mlp", _int(text, "intermediate_size"), hidden)
+
+
+def _mlp_projections(prefix: str, size: int, hidden: int) -> Iterator[_Linear]:
+    yield from _fused(prefix, "gate_up_proj", ("gate_proj", "up_proj"), ((size, hidden), (size, hidden)))
+    yield _Linear(f"{prefix}.down_proj", hidden, size)
 
 
 def _vision(vision: Mapping[str, Any]) -> tuple[list[_Linear], int]:
@@ -301,7 +354,7 @@ def model_facts(config: Mapping[str, Any], *, model_id: str, sentence_transforme
     other = hidden  # the final norm
     other += vocab * hidden  # the input embeddings, never quantized
     if task == "generate":
-        linears.append(_Linear("lm_head", vocab, hidden))
+        linears.append(_Linear("lm_head", vocab, hidden, quantizable=scheme.method == "modelopt"))
     for index, kind in enumerate(kinds):
         found, extra = layer(f"{base}.layers.{index}", kind, index)
         linears += found
@@ -311,7 +364,12 @@ def model_facts(config: Mapping[str, Any], *, model_id: str, sentence_transforme
         linears += found
         other += extra
     mtp_layers = _int(text, "mtp_num_hidden_layers", 0) or _int(text, "num_nextn_predict_layers", 0)
-    mtp: list[_Linear] = [_Linear("mtp.fc", hidden, 2 * hidden)] if mtp_layers else []
+    # vLLM builds the drafter's fc unquantized under ModelOpt NVFP4 (qwen3_5_mtp.py, fc_quant).
+    mtp: list[_Linear] = (
+        [_Linear("mtp.fc", hidden, 2 * hidden, quantizable=not (scheme.method == "modelopt" and scheme.kind == "nvfp4"))]
+        if mtp_layers
+        else []
+    )
     mtp_other = 3 * hidden if mtp_layers else 0  # the norms of the embedding, the hidden state and the output
     for index in range(mtp_layers):
         found, extra = layer(f"mtp.layers.{index}", "full_attention", 0)

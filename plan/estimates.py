@@ -7,6 +7,7 @@ decides which applies and hands over a ``Costing``: the estimates read nothing e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -182,23 +183,31 @@ def price_per_node_hour(configured: float | None, first_step: str) -> float | No
 
 
 def idle_bill(costing: Costing) -> list[tuple[str, float | None]]:
-    """What a stack keeps, and bills per hour, with no replica running: its reservation, the cluster and every disk and snapshot.
+    """What a stack keeps, and bills per hour, with no replica running: its reservation, the cluster and every disk and snapshot."""
+    return [(item, cost) for item, cost, _ in _kept(costing)]
+
+
+def _kept(costing: Costing) -> list[tuple[str, float | None, bool]]:
+    """The idle bill's items, each with whether every model of a stack shares it (the reservation, the cluster, the
+    load balancer) or each has its own (its cache, its endpoint picker).
 
     The cache's writable disk is released once its snapshot is ready, so the read-only
     disk and the snapshot are what stays; the snapshot is counted at the disk's size,
     an upper bound of what it stores.
     """
-    bill: list[tuple[str, float | None]] = []
+    bill: list[tuple[str, float | None, bool]] = []
     if costing.commitment is not None:
-        bill.append((costing.commitment.label, costing.commitment.cost_per_hour))
-    bill.append(("cluster fee", CLUSTER_FEE_PER_HOUR))
+        bill.append((costing.commitment.label, costing.commitment.cost_per_hour, True))
+    bill.append(("cluster fee", CLUSTER_FEE_PER_HOUR, True))
     cache = costing.cache
     if cache is not None:
         disk = cache.size_gi * cache.price_per_gib_month + cache.throughput_mibps * cache.price_per_mibps_month
-        bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH))
-        bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH))
+        bill.append(("model cache disk (Hyperdisk ML, read-only)", disk / HOURS_PER_MONTH, False))
+        bill.append(("model cache snapshot", cache.size_gi * cache.snapshot_price_per_gib_month / HOURS_PER_MONTH, False))
     if costing.gateway is not None:
-        bill.extend(gateway_bill(costing.gateway))
+        (picker, picker_cost), (balancer, balancer_cost) = gateway_bill(costing.gateway)
+        # One endpoint picker per model's pool (the extension's one-to-one rule); one load balancer for the stack.
+        bill.extend([(picker, picker_cost, False), (balancer, balancer_cost, True)])
     return bill
 
 
@@ -223,6 +232,62 @@ def cost_per_hour(costing: Costing, nodes: int | None = None) -> float | None:
     return round(beyond * (price or 0.0) + sum(cost or 0.0 for cost in kept), 2)
 
 
+@dataclass(frozen=True)
+class Total:
+    """A stack of several models in all: every model at its replicas, what the models share counted once."""
+
+    replicas: int
+    cost_per_hour: float | None
+    # With autoscaling: every model at its fewest replicas, and every model at its most.
+    cost_range: tuple[float | None, float | None] | None
+    # The shared items once, then each model's own under its short name.
+    idle: tuple[tuple[str, float | None], ...]
+
+    def as_output(self) -> dict[str, object]:
+        costs = [cost for _, cost in self.idle]
+        figures: dict[str, object] = {
+            "replicas": self.replicas,
+            "costPerHour": self.cost_per_hour,
+            "basis": "every model at its replicas; the cluster fee, a reservation and anything else the models share "
+            "counted once, each model's own cache under its name",
+        }
+        if self.cost_range is not None:
+            figures["costPerHourRange"] = {"fewest": self.cost_range[0], "most": self.cost_range[1]}
+        figures["whenIdle"] = {
+            "costPerHour": None if None in costs else round(sum(cost or 0.0 for cost in costs), 2),
+            "keeps": {item: None if cost is None else round(cost, 4) for item, cost in self.idle},
+        }
+        return figures
+
+
+def served_nodes(costing: Costing, scaled_to_zero: bool) -> int:
+    """The nodes a model's figures count: none scaled to zero, else its replicas (autoscaled from 0: its most)."""
+    return 0 if scaled_to_zero else costing.nodes or costing.max_replicas
+
+
+def stack_total(models: Sequence[tuple[str, Costing, int]]) -> Total:
+    """Each model's (short name, costing, nodes it serves on) in all. The capacity and its price are the stack's,
+    so a reservation's nodes are spent once across the models, not once per model."""
+    first = models[0][1]
+    shared = [(item, cost) for item, cost, shared in _kept(first) if shared]
+    own = [(f"{name}: {item}", cost) for name, costing, _ in models for item, cost, shared in _kept(costing) if not shared]
+    idle = (*shared, *own)
+
+    kept = [usd for _, usd in idle]
+
+    def cost(nodes: int) -> float | None:
+        beyond = max(nodes - first.committed_nodes, 0)
+        if (beyond and first.price_per_node_hour is None) or None in kept:
+            return None
+        return round(beyond * (first.price_per_node_hour or 0.0) + sum(usd or 0.0 for usd in kept), 2)
+
+    replicas = sum(nodes for _, _, nodes in models)
+    scaled = any(costing.min_replicas is not None for _, costing, _ in models)
+    fewest = sum(costing.nodes if costing.min_replicas is None else costing.min_replicas for _, costing, _ in models)
+    most = sum(costing.max_replicas for _, costing, _ in models)
+    return Total(replicas, cost(replicas), (cost(fewest), cost(most)) if scaled else None, idle)
+
+
 def estimate(costing: Costing, *, scaled_to_zero: bool, cold_start: ColdStart | None) -> Estimate:
     """The figures at ``nodes`` (autoscaled from 0: at the most replicas); with autoscaling also the cost at the fewest and most.
 
@@ -245,7 +310,7 @@ def _no_cost(costing: Costing) -> str:
 
 def _estimate(costing: Costing, scaled_to_zero: bool) -> Estimate:
     # Autoscaled from 0 replicas: the figures of a batch at the most replicas.
-    nodes = 0 if scaled_to_zero else costing.nodes or costing.max_replicas
+    nodes = served_nodes(costing, scaled_to_zero)
     cost = cost_per_hour(costing, nodes)
     price_note = "" if cost is not None else _no_cost(costing)
     if scaled_to_zero:

@@ -35,7 +35,18 @@ from facts.naming import (
 )
 from plan.batch_plan import RENDERED_LINES, BatchPace, BatchPlan
 from plan.cold_start_estimate import CacheDisk, ColdStart, Wake, compile_cache_enabled, expected
-from plan.estimates import Commitment, Costing, Estimate, GatewayPods, estimate, price_per_node_hour, throughput
+from plan.estimates import (
+    Commitment,
+    Costing,
+    Estimate,
+    GatewayPods,
+    Total,
+    estimate,
+    price_per_node_hour,
+    served_nodes,
+    stack_total,
+    throughput,
+)
 from stacks.cache import CacheSettings
 from stacks.capacity import CapacityMode, CapacitySettings
 from stacks.cluster import MaintenanceSettings
@@ -506,6 +517,17 @@ class AutoscalingSpec:
 
 
 @dataclass(frozen=True)
+class InferencePoolSpec:
+    """One model's InferencePool and endpoint picker: a chart release named as the model's replica set."""
+
+    name: str
+    # What a request's body names as its `model`; the route matches it with several models.
+    served_name: str
+    # The labels of the model's pods.
+    selector: dict[str, str]
+
+
+@dataclass(frozen=True)
 class GatewaySpec:
     namespace: str
     labels: dict[str, str]
@@ -517,13 +539,15 @@ class GatewaySpec:
     endpoint_picker_memory: str
     endpoint_picker_replicas: int
     programmed_timeout_minutes: int
-    pool_selector: dict[str, str]
+    # A pool per model that may serve. None (scaled to zero): no endpoint picker and no route, but the Gateway
+    # and its address stay.
+    pools: tuple[InferencePoolSpec, ...]
     port: int
     cluster_minor: int
-    # Scaled to zero: no endpoint picker and no route, but the Gateway and its address stay.
-    serving: bool
     # The endpoint picker's registry (registry.k8s.io) as the nodes reach it.
     image_registry: str = "registry.k8s.io"
+    # With several models: the route picks a pool by the model a request's body names.
+    by_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -792,6 +816,8 @@ class StackPlan:
     # Every model's replica set: the one of a one-model stack, or one per entry of llm:models.
     served: tuple[ServedModel, ...] = ()
     batch: BatchSpec | None = None
+    # With several models: their figures in all, what they share counted once. None for a one-model stack.
+    total: Total | None = None
 
 
 def embedding(model: ModelSettings) -> Embedding | None:
@@ -918,7 +944,8 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
     """The specs of every component the stack registers; None for those it does not.
 
     With several models each is planned as the one-model stack it is (stacks/settings.py, each_model), its replica
-    set named by its short name; the shared components are the same in each plan, and are taken from the first."""
+    set named by its short name; the shared components are the same in each plan, and are taken from the first, but
+    the gateway routes to every model's pool."""
     if settings.models is None:
         return _plan(settings, stack, REPLICAS)
     plans = [_plan(one, stack, model_short_name(one.model.id)) for one in settings.each_model()]
@@ -936,10 +963,16 @@ def plan_stack(settings: StackSettings, stack: str) -> StackPlan:
         served=served,
         outputs=replace(first.outputs, serving=models_output(settings, served)),
         scaled_to_zero=all(plan.scaled_to_zero for plan in plans),
+        total=stack_total(
+            [(model.name, plan.costing, served_nodes(plan.costing, plan.scaled_to_zero)) for plan, model in zip(plans, served, strict=True)]
+        ),
         observability=replace(
             first.observability, models=watched, alerting=any(watch.alerting for watch in watched), batch=batch is not None
         )
         if first.observability
+        else None,
+        gateway=replace(first.gateway, pools=tuple(pool for plan in plans if plan.gateway for pool in plan.gateway.pools), by_model=True)
+        if first.gateway
         else None,
     )
 
@@ -1068,10 +1101,9 @@ def _plan(settings: StackSettings, stack: str, name: str) -> StackPlan:
             gateway_settings.endpoint_picker_memory,
             gateway_settings.endpoint_picker_replicas,
             gateway_settings.programmed_timeout_minutes,
-            replicas.selector,
+            () if scaled_to_zero else (InferencePoolSpec(name, replicas.served_name, replicas.selector),),
             settings.serving.port,
             settings.cluster.minor,
-            not scaled_to_zero,
             registry_prefix(settings, "registry.k8s.io") or "registry.k8s.io",
         )
         if settings.routing == "gateway"

@@ -267,6 +267,24 @@ def _policy_targets(model: _Model) -> list[str]:
     return found
 
 
+def _extension_references(model: _Model) -> list[str]:
+    """A GKE service extension (the body-based router's) names the Gateway it attaches to and the Service it calls."""
+    found = []
+    for item in (o for o in model.objects if o.kind in ("GCPRoutingExtension", "GCPTrafficExtension")):
+        spec = item.manifest.get("spec") or {}
+        references = [("target", ref) for ref in spec.get("targetRefs") or []] + [
+            ("callout", extension["backendRef"])
+            for chain in spec.get("extensionChains") or []
+            for extension in chain.get("extensions") or []
+            if extension.get("backendRef")
+        ]
+        for role, ref in references:
+            kind = ref.get("kind") or "Service"
+            if not model.has(kind, ref.get("namespace") or item.namespace, ref.get("name", "")):
+                found.append(f"{item.label()} ({item.source}): {role} {kind} {ref.get('name')} does not exist")
+    return found
+
+
 def problems(objects: list[Sourced]) -> list[str]:
     """What a real apply would trip on between these objects; empty when they hold together."""
     model = _Model(objects)
@@ -278,6 +296,7 @@ def problems(objects: list[Sourced]) -> list[str]:
         *_pod_references(model),
         *_selectors(model),
         *_policy_targets(model),
+        *_extension_references(model),
         # What Autopilot's admission refuses object by object (render/autopilot.py).
         *admission_problems(objects),
     ]

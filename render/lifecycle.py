@@ -216,7 +216,9 @@ def lifecycle_text(render: Render) -> str:
     lines = [f"creation order from nothing: {len(waves)} waves (a wave's resources are created in parallel)"]
     lines.extend(f"  {number:>2}. " + ", ".join(names) for number, names in enumerate(waves, 1))
     lines.append(f"{destroy(render).summary()}")
-    idle = (redact(render.outputs).get("estimates") or {}).get("whenIdle")
+    outputs = redact(render.outputs)
+    # With several models, their total: the cluster fee and what else they share once, each one's cache listed.
+    idle = (outputs.get("estimatesTotal") or outputs.get("estimates") or {}).get("whenIdle")
     if isinstance(idle, dict):
         keeps = ", ".join(f"{item} {_dollars(cost, 4)}" for item, cost in idle["keeps"].items())
         lines.append(f"after a scale to zero: {_dollars(idle['costPerHour'], 2)}/h keeps billing ({keeps})")

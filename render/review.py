@@ -45,7 +45,15 @@ DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 # The estimates' dollar figures (per hour, or a whole commitment in USD), and how their keys read in the comment.
 DOLLAR_KEYS = ("costPerHour", "Usd")
-LABELS = {"whenIdle": "scaled to zero", "committed": "committed capacity", "committed.term.totalUsd": "whole committed term"}
+LABELS = {
+    "whenIdle": "scaled to zero",
+    "committed": "committed capacity",
+    "committed.term.totalUsd": "whole committed term",
+    "estimatesTotal": "every model",
+    "estimatesTotal.whenIdle": "every model scaled to zero",
+}
+# The output of a stack of several models' total, read beside each model's estimates (kept under its output's name).
+TOTAL = "estimatesTotal"
 FRACTIONS = {(1, 1): "all", (1, 2): "half", (1, 3): "a third", (2, 3): "two thirds", (1, 4): "a quarter", (3, 4): "three quarters"}
 
 
@@ -60,7 +68,9 @@ class Side:
 def _estimates(folder: Path) -> dict[str, Any]:
     outputs_file = folder / "outputs.yaml"
     outputs = yaml.safe_load(outputs_file.read_text()) if outputs_file.exists() else None
-    estimates: dict[str, Any] = (outputs or {}).get("estimates") or {}
+    estimates: dict[str, Any] = dict((outputs or {}).get("estimates") or {})
+    if total := (outputs or {}).get(TOTAL):
+        estimates[TOTAL] = total
     return estimates
 
 
@@ -280,7 +290,7 @@ def _cost_lines(before: Side, after: Side) -> list[str]:
     """Cost per hour before and after, then every other dollar figure of the estimates: idle, committed capacity."""
     old, new = flatten(before.estimates), flatten(after.estimates)
     keys = [k for k in sorted(set(old) | set(new)) if k.endswith(DOLLAR_KEYS)]
-    keys.sort(key=lambda k: k != "costPerHour")
+    keys.sort(key=lambda k: k not in ("costPerHour", f"{TOTAL}.costPerHour"))
     parts = []
     for key in keys:
         name = key.removesuffix(".costPerHour")

@@ -21,7 +21,8 @@ class GatewaySettings(Section):
     install_crds: Literal["auto", "always", "never"] = "auto"
     """Install the InferencePool CRDs: `auto` when cluster.version is below what installs them (1.35)."""
     chart_version: Literal["v1.4.0", "v1.5.0"] = "v1.4.0"
-    """Version of the inferencepool chart (endpoint picker)."""
+    """Version of the inferencepool chart (endpoint picker) and, with several models, of the body-based-routing chart;
+    an embedding model needs v1.5.0."""
     backend_timeout_seconds: int = Field(default=300, ge=10, le=3600)
     """Request timeout of the route and the backend, for long generations."""
     endpoint_picker_cpu: str = "10"

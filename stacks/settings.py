@@ -233,6 +233,14 @@ class StackSettings(Section):
                 "external",
                 "exposes the model to the internet; set allowPublicExposure: true to opt in, or use internal",
             )
+        if self.routing == "gateway" and self.model.serves == "embed" and self.gateway.chart_version == "v1.4.0":
+            raise ConfigProblem(
+                ("gateway", "chartVersion"),
+                "v1.4.0",
+                f"runs an endpoint picker that parses /v1/embeddings as a completions request and refuses it without a "
+                f"prompt, so {self.model.id} (an embedding model) could not be reached through the Gateway; use v1.5.0, "
+                "which parses embeddings requests",
+            )
         if self.routing == "gateway" and self.gateway.existing_proxy_subnet is None:
             proxy = ipaddress.IPv4Network(self.gateway.proxy_subnet_cidr)
             for key, cidr in (
@@ -337,14 +345,13 @@ class StackSettings(Section):
 
     def _models_together(self) -> None:
         models, each = self.models or [], self._each
-        for key, value in (("routing", self.routing), ("benchmark", self.benchmark.enabled)):
-            if value not in ("clusterip", False):
-                path = ("routing",) if key == "routing" else (key, "enabled")
-                raise ConfigProblem(
-                    path,
-                    value,
-                    f"is not yet done for several models ({len(models)} listed in models); {_NOT_YET[key]} (docs/architecture.md)",
-                )
+        if self.benchmark.enabled:
+            raise ConfigProblem(
+                ("benchmark", "enabled"),
+                True,
+                f"is not yet done for several models ({len(models)} listed in models); the benchmark Job measures one model; "
+                "turn it off, or benchmark each model in a one-model stack (docs/architecture.md)",
+            )
         if self.batch.enabled and not any(entry.batch for entry in models):
             raise ConfigProblem(
                 ("batch", "enabled"),
@@ -491,13 +498,6 @@ class StackSettings(Section):
                 True,
                 f"runs vllm bench serve for generated tokens/s, TTFT and TPOT; {why}: turn it off and measure /v1/embeddings otherwise",
             )
-
-
-# What several models lack so far, and what to do meanwhile.
-_NOT_YET = {
-    "routing": "each model needs its own InferencePool and endpoint picker and a route by model name; use clusterip",
-    "benchmark": "the benchmark Job measures one model; turn it off, or benchmark each model in a one-model stack",
-}
 
 
 def _in_entry(index: int, entry: ModelEntry, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.gateway import POOL
+from facts.naming import REPLICAS
 from render.engine import Render
 from stacks.problems import StackConfigError
 from tests.conftest import render_with, rendered
@@ -37,7 +37,7 @@ def test_the_replicas_pod_monitoring_leaves_the_chart_release_name_to_the_chart(
     # The chart renders a PodMonitoring named after its release for the endpoint picker.
     render = rendered("gateway")
     release = render.one("kubernetes:helm.sh/v4:Chart").inputs["name"]
-    assert release == POOL
+    assert release == REPLICAS
     names = {r.inputs["metadata"]["name"] for r in render.by_type("kubernetes:monitoring.googleapis.com/v1:PodMonitoring")}
     assert release not in names
 

@@ -49,8 +49,8 @@ def own_stacks(root: Path) -> dict[str, str]:
 
 
 def switchable(root: Path) -> list[str]:
-    """The committed stacks whose routing may switch: a stack of several models refuses gateway routing until each
-    model has its own InferencePool and the route picks one by the model a request names (docs/architecture.md)."""
+    """The committed stacks whose routing may switch alone: the stack of several models serves an embedding model,
+    which through the Gateway also needs gateway.chartVersion v1.5.0 (docs/architecture.md)."""
     return [stack for stack in STACKS if "llm:models" not in yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text())["config"]]
 
 

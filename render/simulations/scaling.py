@@ -440,10 +440,17 @@ def _drain_seconds(render: Render) -> int:
     return 0
 
 
-def replicas_scaled_object(render: Render) -> dict[str, Any] | None:
-    """The ScaledObject of the vLLM replicas (the batch runner has its own), if the stack autoscales."""
+def replica_sets(render: Render) -> tuple[str, ...]:
+    """The replica sets' names: ``vllm`` for a one-model stack; with several, each model's short name
+    (facts/naming.py, model_short_name), the keys of the serving output's models."""
+    models = (redact(render.outputs).get("serving") or {}).get("models")
+    return tuple(models) if isinstance(models, dict) else (REPLICAS,)
+
+
+def replicas_scaled_object(render: Render, replicas: str = REPLICAS) -> dict[str, Any] | None:
+    """The ScaledObject of the replica set ``replicas`` (the batch runner has its own), if the stack autoscales."""
     for found in render.by_type(SCALED_OBJECT):
-        if found.inputs["spec"]["scaleTargetRef"]["name"] == REPLICAS:
+        if found.inputs["spec"]["scaleTargetRef"]["name"] == replicas:
             scaled_object: dict[str, Any] = found.inputs
             return scaled_object
     return None
@@ -465,13 +472,20 @@ def _table(steps: list[Step]) -> list[str]:
     return lines
 
 
-def estimated_serving(render: Render) -> tuple[Serving, str]:
-    """Replicas at the stack's own estimates (estimates.batchPlan): the pace of one Ready replica and the wake.
+def _estimates(render: Render, model: str | None) -> dict[str, Any]:
+    """The stack's estimates, or with ``model`` that model's of a stack of several."""
+    estimates: dict[str, Any] = redact(render.outputs).get("estimates") or {}
+    return estimates.get(model) or {} if model is not None else estimates
+
+
+def estimated_serving(render: Render, model: str | None = None) -> tuple[Serving, str]:
+    """Replicas at the stack's own estimates (estimates.batchPlan; with ``model``, that model's): the pace of one
+    Ready replica and the wake.
 
     The figures the render prints beside the trace, so the two cannot disagree; the reference's where the
     stack has no batch plan, or its wake no figure (flex-start's queue).
     """
-    plan: dict[str, Any] = (redact(render.outputs).get("estimates") or {}).get("batchPlan") or {}
+    plan: dict[str, Any] = _estimates(render, model).get("batchPlan") or {}
     drain = _drain_seconds(render)
     wake_minutes = (plan.get("minutes") or {}).get("wake")
     cold_start = round(wake_minutes * 60) if wake_minutes is not None else REFERENCE_COLD_START_SECONDS
@@ -495,21 +509,45 @@ def estimated_serving(render: Render) -> tuple[Serving, str]:
 
 
 def scaling_timeline(render: Render) -> str:
-    """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it."""
-    scaled_object = replicas_scaled_object(render)
-    if scaled_object is None:
-        return ""
-    serving, figures = estimated_serving(render)
+    """The replicas over the standard batch, when the stack autoscales: what the settings will do, before paying for it.
+
+    With several models, one trace per model's ScaledObject, or the reason it has none."""
+    names = replica_sets(render)
+    if names == (REPLICAS,):
+        scaled_object = replicas_scaled_object(render)
+        return "" if scaled_object is None else "\n".join(_traces(render, scaled_object, "scaling", None)) + "\n"
+    lines: list[str] = []
+    for name in names:
+        scaled_object = replicas_scaled_object(render, name)
+        estimates = _estimates(render, name)
+        if scaled_object is None:
+            lines.append(f"scaling of {name}: no trace: it has no ScaledObject (autoscaling.enabled is off)")
+        elif "batchPlan" not in estimates:
+            lines.append(f"scaling of {name}: no trace: its estimates have no batch plan to pace one ({estimates.get('basis')})")
+        else:
+            lines += _traces(render, scaled_object, f"scaling of {name}", name)
+            if not _woken_by_batch(scaled_object):
+                lines.append(f"  batch wake: none: ScaledObject {name} has no {BATCH_INPUT_TRIGGER} trigger (no batch to wake it)")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _woken_by_batch(scaled_object: dict[str, Any]) -> bool:
+    return any(trigger["type"] == BATCH_INPUT_TRIGGER for trigger in scaled_object["spec"]["triggers"])
+
+
+def _traces(render: Render, scaled_object: dict[str, Any], title: str, model: str | None) -> list[str]:
+    """The standard batch on one replica set's ScaledObject, and the batch wake when a bucket wakes it."""
+    serving, figures = estimated_serving(render, model)
     trace = standard_batch(int(scaled_object["spec"].get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
     lines = [
-        f"scaling: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
+        f"{title}: {BATCH_CLIENTS:,} concurrent requests for {BATCH_SECONDS // 3600} h from one Ready replica, then none",
         f"  (a model of KEDA v2.20.2 and the HPA; {figures}, {REFERENCE_REQUESTS_PER_NODE:,} requests running per Ready replica)",
         *_table(simulate(scaled_object, serving, trace)),
     ]
-    if any(trigger["type"] == BATCH_INPUT_TRIGGER for trigger in scaled_object["spec"]["triggers"]):
+    if _woken_by_batch(scaled_object):
         lines += [
             f"batch wake: a {WAKE_BATCH_REQUESTS:,}-line file copied to input/ at zero replicas; the runner sends"
             f" {REFERENCE_REQUESTS_PER_NODE:,} per Ready replica and holds the rest",
             *_table(simulate(scaled_object, serving, batch_from_zero(WAKE_BATCH_REQUESTS))),
         ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -8,8 +8,8 @@ import pulumi
 import pytest
 import yaml
 
-from components.gateway import POOL, backend_timeout, endpoint_picker_values, installs_crds
-from facts.naming import selector_labels
+from components.gateway import backend_timeout, endpoint_picker_values, installs_crds
+from facts.naming import REPLICAS, selector_labels
 from plan.stack import GatewaySpec, plan_stack
 from render.engine import PROJECT_ROOT, Registration, Render, reveal
 from render.files import flatten, plan
@@ -89,7 +89,7 @@ def test_chart_values_run_one_sized_endpoint_picker_with_gke_monitoring() -> Non
     assert (endpoint_picker["chart"], endpoint_picker["version"], endpoint_picker["name"]) == (
         "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool",
         "v1.4.0",
-        POOL,
+        REPLICAS,
     )
     values = endpoint_picker["values"]
     assert values["provider"] == {"name": "gke", "gke": {"autopilot": True}}
@@ -102,7 +102,8 @@ def test_chart_values_run_one_sized_endpoint_picker_with_gke_monitoring() -> Non
 @pytest.mark.parametrize("version", ["v1.4.0", "v1.5.0"])
 def test_every_chart_value_set_is_read_by_the_pinned_chart(version: str) -> None:
     settings = StackSettings.model_validate({"project": "example-project", "routing": "gateway", "gateway": {"chartVersion": version}})
-    unread = [key for key in flatten(endpoint_picker_values(gateway_spec(settings))) if not chart_reads(version, key)]
+    spec = gateway_spec(settings)
+    unread = [key for key in flatten(endpoint_picker_values(spec, spec.pools[0])) if not chart_reads(version, key)]
     assert unread == []
 
 
@@ -114,7 +115,7 @@ def test_the_route_sends_to_the_inference_pool_and_leaves_timeouts_to_the_backen
     render = rendered("gateway")
     route = render.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs["spec"]
     rule = route["rules"][0]
-    assert rule["backendRefs"] == [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": POOL}]
+    assert rule["backendRefs"] == [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": REPLICAS}]
     assert "timeouts" not in rule
     assert route["parentRefs"] == [{"name": render.one("kubernetes:gateway.networking.k8s.io/v1:Gateway").inputs["metadata"]["name"]}]
 

@@ -20,7 +20,7 @@ from components.gateway import (
     installs_crds,
     route_manifest,
 )
-from plan.stack import GatewaySpec
+from plan.stack import GatewaySpec, InferencePoolSpec
 from render.engine import Render
 from tests.components.alone import registered
 
@@ -37,11 +37,11 @@ SPEC = GatewaySpec(
     endpoint_picker_memory="12Gi",
     endpoint_picker_replicas=2,
     programmed_timeout_minutes=17,
-    pool_selector=SELECTOR,
+    pools=(InferencePoolSpec(name="vllm", served_name="Qwen/Qwen3.5-27B-FP8", selector=SELECTOR),),
     port=8123,
     cluster_minor=35,
-    serving=True,
 )
+POOL = SPEC.pools[0]
 MIRROR = "europe-docker.pkg.dev/example-project/k8s"
 
 
@@ -55,7 +55,7 @@ def test_the_crds_are_installed_where_gke_does_not_install_them(mode: str, minor
 
 def test_the_endpoint_picker_serves_the_pool_of_the_replicas_on_their_port() -> None:
     amounts = {"cpu": "6", "memory": "12Gi"}
-    assert endpoint_picker_values(SPEC) == {
+    assert endpoint_picker_values(SPEC, POOL) == {
         "inferencePool": {"modelServers": {"matchLabels": SELECTOR}, "targetPorts": [{"number": 8123}]},
         "inferenceExtension": {
             "replicas": 2,
@@ -67,10 +67,10 @@ def test_the_endpoint_picker_serves_the_pool_of_the_replicas_on_their_port() -> 
 
 
 def test_each_chart_version_takes_the_port_and_the_mirror_under_its_own_keys() -> None:
-    old = endpoint_picker_values(replace(SPEC, chart_version="v1.4.0", image_registry=MIRROR))
+    old = endpoint_picker_values(replace(SPEC, chart_version="v1.4.0", image_registry=MIRROR), POOL)
     assert old["inferencePool"]["targetPortNumber"] == 8123
     assert old["inferenceExtension"]["image"] == {"hub": f"{MIRROR}/gateway-api-inference-extension"}
-    new = endpoint_picker_values(replace(SPEC, image_registry=MIRROR))
+    new = endpoint_picker_values(replace(SPEC, image_registry=MIRROR), POOL)
     assert "targetPortNumber" not in new["inferencePool"] and new["inferenceExtension"]["image"] == {"registry": MIRROR}
 
 
@@ -198,7 +198,7 @@ def test_a_serving_gateway_installs_the_chart_after_its_crds_and_routes_to_the_p
     inputs = chart.inputs
     assert inputs["chart"] == "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
     assert (inputs["version"], inputs["name"], inputs["namespace"]) == ("v1.5.0", "vllm", "serving")
-    assert inputs["values"] == endpoint_picker_values(SPEC)
+    assert inputs["values"] == endpoint_picker_values(SPEC, POOL)
     assert crds.urn in chart.dependencies and len(chart.transforms) == 2
     policy = {"spec": {"default": {"config": {"httpHealthCheck": {"port": 8123}}}}}
     backend, health = chart.transforms
@@ -221,7 +221,7 @@ def test_a_serving_gateway_installs_the_chart_after_its_crds_and_routes_to_the_p
 
 
 def test_a_gateway_scaled_to_zero_keeps_its_address_without_picker_or_route() -> None:
-    render = gateway_alone(replace(SPEC, serving=False))
+    render = gateway_alone(replace(SPEC, pools=()))
     assert render.by_type("kubernetes:helm.sh/v4:Chart") == [] and render.by_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute") == []
     assert render.by_type("kubernetes:yaml/v2:ConfigFile") == []
     assert len(render.by_type("kubernetes:gateway.networking.k8s.io/v1:Gateway")) == 1

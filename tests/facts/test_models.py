@@ -99,14 +99,79 @@ def test_the_embedding_model_is_known_by_its_sentence_transformers_modules_and_h
     assert generating.parameters - facts.parameters == 151665 * 4096
 
 
-def test_the_fp8_exclusions_match_whole_dotted_parts() -> None:
+# The 27B's list as the catalogue first wrote it: dotted parts, which vLLM's FP8 method matches against no module.
+SHORT_NAMES = ["lm_head", "model.visual", "linear_attn.in_proj_a", "linear_attn.in_proj_b", "mlp.gate", "mtp.fc"]
+
+
+def fp8_saving(rows: int, columns: int) -> int:
+    """Bytes a Linear loses from bf16 to FP8 in 128 x 128 blocks with a float32 scale each."""
+    return 2 * rows * columns - (rows * columns + -(-rows // 128) * -(-columns // 128) * 4)
+
+
+def test_vllm_keeps_in_bf16_only_what_the_list_names_whole() -> None:
     config = config_of(QWEN_27B)
-    # "mlp.gate" names the router only: were it a plain substring it would keep every gate_proj in bf16.
-    without_router = json.loads(json.dumps(config))
-    without_router["quantization_config"]["modules_to_not_convert"].remove("mlp.gate")
-    assert model_facts(without_router, model_id="x").weight_bytes == model_facts(config, model_id="x").weight_bytes
-    everything = json.loads(json.dumps(config))
-    everything["quantization_config"]["modules_to_not_convert"].append("model.language_model")
+    short = json.loads(json.dumps(config))
+    short["quantization_config"]["modules_to_not_convert"] = SHORT_NAMES
+    vision = config["vision_config"]
+    width, inner, merged = vision["hidden_size"], vision["intermediate_size"], vision["hidden_size"] * 4
+    block = fp8_saving(3 * width, width) + fp8_saving(width, width) + fp8_saving(inner, width) + fp8_saving(width, inner)
+    tower = vision["depth"] * block + fp8_saving(merged, merged) + fp8_saving(vision["out_hidden_size"], merged)
+    # in_proj_b and in_proj_a: 48 value heads each (vLLM fuses them into one in_proj_ba; the facts count the
+    # scales shard by shard, 40 of 4 bytes more a layer than vLLM's one row of blocks).
+    deltanet = 48 * 2 * fp8_saving(48, config["text_config"]["hidden_size"])
+    whole, by_short = model_facts(config, model_id="x"), model_facts(short, model_id="x")
+    assert whole.weight_bytes - by_short.weight_bytes == tower + deltanet
+    assert (tower + deltanet) / GIB == pytest.approx(0.45, abs=0.01)
+    # The LM head is no Linear vLLM's FP8 method quantizes, and mtp.fc is its whole name: neither moves.
+    assert whole.mtp_weight_bytes == by_short.mtp_weight_bytes
+
+
+def test_the_catalogued_27b_names_every_deltanet_projection_it_keeps_whole() -> None:
+    listed = config_of(QWEN_27B)["quantization_config"]["modules_to_not_convert"]
+    linear = [i for i, kind in enumerate(config_of(QWEN_27B)["text_config"]["layer_types"]) if kind == "linear_attention"]
+    for index in linear:
+        for part in ("in_proj_a", "in_proj_b"):
+            assert f"model.language_model.layers.{index}.linear_attn.{part}" in listed
+    assert {"lm_head", "mtp.fc", "model.visual.blocks.26.attn.qkv", "model.visual.merger.linear_fc2"} <= set(listed)
+    assert not set(SHORT_NAMES) - {"lm_head", "mtp.fc"} & set(listed)
+
+
+def test_a_fused_module_listed_in_part_is_refused_as_vllm_refuses_it() -> None:
+    config = config_of(QWEN_27B)
+    config["quantization_config"]["modules_to_not_convert"].remove("model.language_model.layers.0.linear_attn.in_proj_a")
+    with pytest.raises(
+        ModelConfigError,
+        match=r"some but not all of .*layers\.0\.linear_attn\.in_proj_b, .*in_proj_a unquantized: vLLM fuses them into .*in_proj_ba",
+    ):
+        model_facts(config, model_id="x")
+    # The fused name itself keeps both shards (vLLM 0.26.0 tests it first).
+    config["quantization_config"]["modules_to_not_convert"].append("model.language_model.layers.0.linear_attn.in_proj_ba")
+    assert model_facts(config, model_id="x").weight_bytes == catalogued(QWEN_27B).weight_bytes  # type: ignore[union-attr]
+
+
+def test_a_moes_router_is_never_quantized_and_one_listed_expert_keeps_its_layers_experts() -> None:
+    config = config_of(QWEN_397B_FP8)
+    listed = config["quantization_config"]["modules_to_not_convert"]
+    without_gates = json.loads(json.dumps(config))
+    without_gates["quantization_config"]["modules_to_not_convert"] = [n for n in listed if "gate" not in n]
+    # vLLM builds the router and the shared-expert gate with no quantization config (qwen3_next.py).
+    assert model_facts(without_gates, model_id="x").weight_bytes == model_facts(config, model_id="x").weight_bytes
+    one_expert = json.loads(json.dumps(config))
+    one_expert["quantization_config"]["modules_to_not_convert"].append("model.language_model.layers.0.mlp.experts.7.down_proj")
+    base, kept = model_facts(config, model_id="x"), model_facts(one_expert, model_id="x")
+    assert kept.expert_weight_bytes - base.expert_weight_bytes == pytest.approx(base.expert_weight_bytes / 60, rel=0.01)
+
+
+def test_compressed_tensors_matches_whole_names_or_re_and_modelopt_globs() -> None:
+    config = config_of(LLAMA_FP8)
+    base = model_facts(config, model_id="x").weight_bytes
+    config["quantization_config"]["ignore"] = ["lm_head", "self_attn.o_proj"]
+    assert model_facts(config, model_id="x").weight_bytes == base
+    config["quantization_config"]["ignore"] = ["lm_head", "re:.*self_attn.o_proj$"]
+    assert model_facts(config, model_id="x").weight_bytes > base
+    nvfp4 = config_of(QWEN_397B_NVFP4)
+    everything = json.loads(json.dumps(nvfp4))
+    everything["quantization_config"]["exclude_modules"].append("*experts*")
     kept = model_facts(everything, model_id="x")
     assert kept.weight_bytes == pytest.approx(2 * kept.parameters, rel=0.001)
 
@@ -151,3 +216,23 @@ def test_a_folder_of_a_users_own_config_is_read_with_its_modules(tmp_path: Path)
 
 def test_a_model_the_catalogue_lacks_has_no_facts() -> None:
     assert catalogued("someone/else") is None
+
+
+def test_the_nvfp4_checkpoints_globs_keep_all_but_the_routed_experts_in_bf16_under_vllms_modelopt_rule() -> None:
+    facts = catalogued(QWEN_397B_NVFP4)
+    assert facts is not None
+    text = config_of(QWEN_397B_NVFP4)["text_config"]
+    experts = text["num_hidden_layers"] * text["num_experts"] * 3 * text["moe_intermediate_size"] * text["hidden_size"]
+    assert facts.weight_bytes - facts.expert_weight_bytes == 2 * (facts.parameters - experts)
+
+
+def test_the_lm_head_follows_the_list_only_under_modelopt() -> None:
+    fp8 = config_of(QWEN_27B)
+    fp8["quantization_config"]["modules_to_not_convert"].remove("lm_head")
+    # Fp8Config quantizes LinearBase layers only; the head is a ParallelLMHead.
+    assert model_facts(fp8, model_id="x").weight_bytes == catalogued(QWEN_27B).weight_bytes  # type: ignore[union-attr]
+    nvfp4 = config_of(QWEN_397B_NVFP4)
+    nvfp4["quantization_config"]["exclude_modules"].remove("lm_head")
+    head = config_of(QWEN_397B_NVFP4)["text_config"]["vocab_size"] * 4096
+    saved = catalogued(QWEN_397B_NVFP4).weight_bytes - model_facts(nvfp4, model_id="x").weight_bytes  # type: ignore[union-attr]
+    assert saved == pytest.approx(2 * head - head * (0.5 + 1 / 16), rel=0.001)

@@ -11,10 +11,12 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ops.cold_start import main
+from tests.conftest import rendered
 from tests.workloads.cold_start import samples
 from workloads.cold_start.phases import against_expected, measure
 
@@ -120,7 +122,9 @@ def test_the_command_says_what_it_does_and_what_each_option_is(capsys: pytest.Ca
         main(["--help"])
     assert stopped.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert shown.startswith("usage: python -m ops.cold_start [-h] --events EVENTS --logs LOGS [--pod POD] [--estimates ESTIMATES] [--json]")
+    assert shown.startswith(
+        "usage: python -m ops.cold_start [-h] --events EVENTS --logs LOGS [--pod POD] [--model MODEL] [--estimates ESTIMATES] [--json]"
+    )
     assert "[--json] A replica's last cold start, phase by phase. options:" in shown
     assert "--events EVENTS output of `kubectl get events -o json` in the stack's namespace" in shown
     assert "--logs LOGS output of `kubectl logs --timestamps <pod>` ('-' reads stdin)" in shown
@@ -135,3 +139,46 @@ def test_both_saved_outputs_are_required(capsys: pytest.CaptureFixture[str]) -> 
             main(missing)
         assert stopped.value.code == 2
     assert "--events" in capsys.readouterr().err
+
+
+def model_events(name: str, day: str) -> list[dict[str, Any]]:
+    """A wake's events of a model's replica set in a stack of several: its pods and container carry the set's name."""
+    text = json.dumps(samples.wake_events(day=day)).replace("spec.containers{vllm}", f"spec.containers{{{name}}}")
+    found: list[dict[str, Any]] = json.loads(text.replace(samples.POD, samples.POD.replace("vllm", name, 1)))
+    return found
+
+
+@pytest.fixture
+def rag_files(tmp_path: Path) -> list[str]:
+    """The rag stack's estimates, and the events of both its models' wakes: the generator's the later."""
+    generator, embedder = rendered("rag").outputs["estimates"]
+    events = samples.events_list(model_events(embedder, "2026-11-23"), model_events(generator, "2026-11-24"))
+    (tmp_path / "events.json").write_text(json.dumps(events))
+    (tmp_path / "vllm.log").write_text(samples.COLD_LOG)
+    (tmp_path / "estimates.json").write_text(json.dumps(rendered("rag").outputs["estimates"]))
+    return ["--events", str(tmp_path / "events.json"), "--logs", str(tmp_path / "vllm.log")]
+
+
+def test_with_several_models_the_model_names_the_pod_and_its_own_estimate(rag_files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    estimates = rendered("rag").outputs["estimates"]
+    _, embedder = estimates
+    assert main([*rag_files, "--model", embedder, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pod"] == samples.POD.replace("vllm", embedder, 1)
+    path = str(Path(rag_files[1]).parent / "estimates.json")
+    assert main([*rag_files, "--model", embedder, "--estimates", path]) == 0
+    replicas = estimates[embedder]["coldStart"]["replicas"]
+    assert f"against the estimate of a wake to {replicas} replica(s):" in capsys.readouterr().out
+
+
+def test_with_several_models_and_none_named_the_command_lists_them(rag_files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    names = ", ".join(rendered("rag").outputs["estimates"])
+    path = str(Path(rag_files[1]).parent / "estimates.json")
+    assert main([*rag_files, "--estimates", path]) == 2
+    assert f"the stack serves several models ({names}): name one with --model" in capsys.readouterr().err
+    assert main([*rag_files, "--estimates", path, "--model", "vllm"]) == 2
+    assert f"no model vllm in the estimates; the stack's models: {names}" in capsys.readouterr().err
+    # Without the estimates, the default vllm matches no pod: the replica sets that started one are named.
+    assert main(rag_files) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cold start: no Started event of a pod named vllm-...")
+    assert f"replica sets started in the events: {names}" in err

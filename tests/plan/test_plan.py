@@ -96,12 +96,12 @@ def test_scaled_to_zero_is_decided_once_for_every_component() -> None:
     idle = plan_stack(settings(nodes=0, routing="gateway", benchmark={"enabled": True}), "dev")
     assert idle.scaled_to_zero
     assert idle.replicas.replicas == 0
-    assert idle.gateway is not None and not idle.gateway.serving
+    assert idle.gateway is not None and not idle.gateway.pools
     assert idle.benchmark is None
 
     busy = plan_stack(settings(nodes=2, routing="gateway", benchmark={"enabled": True}), "dev")
     assert not busy.scaled_to_zero
-    assert busy.gateway is not None and busy.gateway.serving
+    assert busy.gateway is not None and busy.gateway.pools
     assert busy.benchmark is not None and busy.benchmark.nodes == 2
 
 
@@ -110,7 +110,7 @@ def test_replicas_mount_the_claim_the_cache_makes_and_the_pool_picks_the_replica
     assert stack.cache is not None and stack.replicas.cache == stack.cache.mount
     assert stack.replicas.cache.claim == stack.cache.names.reader
     assert stack.replicas.cache.model_path == f"{stack.replicas.cache.folder}/{stack.cache.key}"
-    assert stack.gateway is not None and stack.gateway.pool_selector == stack.replicas.selector
+    assert stack.gateway is not None and [pool.selector for pool in stack.gateway.pools] == [stack.replicas.selector]
 
     uncached = plan_stack(settings(cache={"enabled": False}), "dev")
     assert uncached.cache is None and uncached.replicas.cache is None

@@ -234,7 +234,7 @@ def test_the_autoscaling_spec_carries_the_bounds_and_the_cold_start_in_seconds()
 
 def test_the_gateway_spec_targets_the_vllm_port_on_the_clusters_minor() -> None:
     gateway = plan(routing="gateway", serving={"port": 9000}, cluster={"version": "1.35"}).gateway
-    assert gateway is not None and (gateway.port, gateway.cluster_minor, gateway.serving) == (9000, 35, True)
+    assert gateway is not None and (gateway.port, gateway.cluster_minor, len(gateway.pools)) == (9000, 35, 1)
     assert plan(routing="clusterip").gateway is None
 
 

@@ -147,6 +147,7 @@ VARIANTS: dict[str, Callable[[], Snapshot]] = {
         "prod", capacity={"mode": "reservation", "reservation": {**RESERVATION, "create": FUTURE_RESERVATION}}
     ),
     "gateway exposed after opting in": lambda: snapshot("gateway", gateway={"exposure": "external"}, allowPublicExposure=True),
+    "rag's two models through the gateway": lambda: snapshot("rag", routing="gateway", gateway={"chartVersion": "v1.5.0"}),
 }
 
 

@@ -8,8 +8,12 @@ the same line shapes, for two engines of data parallelism.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from facts.models import model_facts
 from facts.vllm import FullSizeStart
 from preflight.full_size import (
     TOLERANCE,
@@ -23,7 +27,7 @@ from preflight.full_size import (
     read_memory,
     start_phases,
 )
-from preflight.miniature import find_source
+from preflight.miniature import find_source, full_size_config
 from preflight.rendered import read_engine
 from tests.preflight.runs import DEV, log_lines
 
@@ -285,3 +289,17 @@ def test_the_engine_the_plan_reads_is_the_command_line_this_machine_runs() -> No
 def test_a_command_line_that_leaves_a_planned_term_to_vllm_has_no_plan() -> None:
     with pytest.raises(NoPlanError, match="leaves --max-num-seqs, --max-num-batched-tokens to vLLM's choice on the GPU"):
         engine_of(("--max-model-len=4096",), {}, hbm_bytes=1, release="0.26.0", capability=(9, 0))
+
+
+def test_the_full_size_folder_names_what_the_checkpoint_keeps_in_bf16_whole_as_vllm_matches_it(tmp_path: Path) -> None:
+    source = find_source("Qwen/Qwen3.5-27B-FP8", {"HF_HOME": str(tmp_path / "no-cache")})
+    # The config.json ``write(..., size="full")`` writes (its tokenizer needs the tokenizers package).
+    config = json.loads(json.dumps(full_size_config(source.config)))
+    kept = config["quantization_config"]["modules_to_not_convert"]
+    # vLLM's FP8 method skips a module only by its whole name: each DeltaNet layer's in_proj_a and in_proj_b,
+    # every vision Linear, the MTP fc; no dotted part that matches nothing.
+    assert "model.language_model.layers.62.linear_attn.in_proj_a" in kept and "model.language_model.layers.62.linear_attn.in_proj_b" in kept
+    assert "model.visual.blocks.0.attn.qkv" in kept and "mtp.fc" in kept
+    assert "model.visual" not in kept and "linear_attn.in_proj_a" not in kept
+    # What vLLM loads from it is the checkpoint's size (the facts' count, 28.31 GiB against the run's 28.54).
+    assert model_facts(config, model_id="x").weight_bytes / 2**30 == pytest.approx(28.54, rel=0.02)

@@ -145,3 +145,22 @@ def test_an_autoscaled_stack_rolls_its_ceiling_one_surge_replica_at_a_time(tmp_p
 def test_rounds_and_replicas_down_follow_the_deployments_strategy(strategy: dict[str, Any], replicas: int, rounds: int, down: int) -> None:
     rollout = rollout_of({"spec": {"replicas": replicas, "strategy": strategy}}, None)
     assert (rollout.rounds, rollout.down, rollout.round_seconds) == (rounds, down, 600)
+
+
+def test_with_several_models_the_cost_line_leads_with_every_models_total(tmp_path: Path) -> None:
+    def side(name: str, generator: float, total: float, idle: float) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "outputs.yaml").write_text(
+            f"estimates:\n  qwen3-5-27b-fp8: {{costPerHour: {generator}}}\n  qwen3-embedding-8b: {{costPerHour: 33.12}}\n"
+            f"estimatesTotal: {{costPerHour: {total}, whenIdle: {{costPerHour: {idle}}}}}\n"
+        )
+        (folder / "plan.txt").write_text("stack\n")
+        return folder
+
+    before, after = side("before", 33.12, 66.14, 0.92), side("after", 65.73, 98.75, 0.92)
+    (cost,) = [line for line in review("rag", before, after).splitlines() if line.startswith("- **Cost per hour**")]
+    assert cost == (
+        "- **Cost per hour**: every model: $66.14 -> $98.75; every model scaled to zero: $0.92; "
+        "qwen3-5-27b-fp8: $33.12 -> $65.73; qwen3-embedding-8b: $33.12."
+    )

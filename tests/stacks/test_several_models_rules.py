@@ -100,9 +100,17 @@ def test_an_unknown_key_of_a_model_gets_the_keys_a_model_takes() -> None:
     assert found.startswith("llm:models[0].serving.maxModelLength: unknown key; did you mean 'maxModelLen'?")
 
 
-def test_gateway_routing_with_several_models_is_refused_until_each_has_its_pool() -> None:
+def test_gateway_routing_takes_several_models() -> None:
+    settings = parsed(models=models(GENERATOR, {"id": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "nodes": 1}), routing="gateway")
+    assert settings.routing == "gateway"
+
+
+def test_gateway_routing_to_an_embedding_model_needs_the_endpoint_picker_that_parses_embeddings() -> None:
     found = problem(models=models(GENERATOR, EMBEDDER), routing="gateway")
-    assert found.startswith("llm:routing: 'gateway' is not yet done for several models")
+    assert found.startswith("llm:gateway.chartVersion: 'v1.4.0' runs an endpoint picker that parses /v1/embeddings")
+    assert "(for models[1], Qwen/Qwen3-Embedding-8B)" in found
+    settings = parsed(models=models(GENERATOR, EMBEDDER), routing="gateway", gateway={"chartVersion": "v1.5.0"})
+    assert settings.gateway.chart_version == "v1.5.0"
 
 
 def test_short_names_are_kubernetes_names_from_the_model_id() -> None:
