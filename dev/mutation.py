@@ -422,6 +422,67 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("workloads.batch.metrics.x__shared", '"XXSynchronized[int]XX"', "cast returns its value unchanged at run time"),
     Equivalent("workloads.batch.metrics.x__shared", '"synchronized[int]"', "cast returns its value unchanged at run time"),
     Equivalent("workloads.batch.metrics.x__shared", '"SYNCHRONIZED[INT]"', "cast returns its value unchanged at run time"),
+    Equivalent(
+        "facts.engine_memory.x__layout",
+        "recurrent_state_bytes_per_sequence / model.linear_attention_layers //",
+        "the floor of a quotient's floor is the floor of the quotient: the same state in bytes",
+    ),
+    Equivalent("facts.engine_memory.x_engine_memory", "max(available, 1)", "1 byte // a page of at least 16 tokens is 0 blocks too"),
+    Equivalent(
+        "facts.engine_memory.x_largest_max_num_seqs",
+        "(low + high + 2) // 2",
+        "a pivot in (low, high] all the same: the search ends at the same count",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_balanced_max_num_seqs",
+        "(low + high + 2) // 2",
+        "a pivot in (low, high] all the same: the search ends at the same count",
+    ),
+    Equivalent(
+        "facts.engine_memory.x__layout",
+        "PREFILL_CHECKPOINT_BLOCKS.get(engine.release, None)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x__layout",
+        "PREFILL_CHECKPOINT_BLOCKS.get(engine.release, )",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x__layout",
+        "PREFILL_CHECKPOINT_BLOCKS.get(engine.release, 1)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_starts",
+        "get(engine.release, None)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_starts",
+        "get(engine.release, )",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_starts",
+        "get(engine.release, False)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_counts_cuda_graphs",
+        "get(release, None)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_counts_cuda_graphs",
+        "get(release, )",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
+    Equivalent(
+        "facts.engine_memory.x_counts_cuda_graphs",
+        "get(release, False)",
+        "unreachable: every release with facts has its entry (test_engine_memory.py)",
+    ),
     Equivalent("workloads.batch.metrics.x__shared", 'Value("q", )', "a shared value without an initial one is zeroed"),
     Equivalent(
         "workloads.batch.__main__.x_run",
