@@ -300,7 +300,7 @@ def test_under_tensor_parallel_the_block_holds_one_ranks_state() -> None:
 
 @pytest.mark.parametrize(
     ("attention", "linear", "group", "attention_groups", "state_groups"),
-    [(4, 12, 4, 1, 3), (4, 6, 4, 1, 2), (4, 5, 5, 1, 1), (12, 4, 4, 3, 1), (5, 4, 5, 1, 1)],
+    [(4, 12, 4, 1, 3), (4, 6, 4, 1, 2), (4, 5, 5, 1, 1), (12, 4, 4, 3, 1), (5, 4, 5, 1, 1), (2, 1, 1, 2, 1)],
 )
 def test_layers_group_by_the_smallest_kind_unless_the_largest_is_below_one_and_a_half_times_it(
     attention: int, linear: int, group: int, attention_groups: int, state_groups: int

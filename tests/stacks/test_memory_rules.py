@@ -85,3 +85,5 @@ def test_the_plan_shows_the_budget() -> None:
     shown = rendered("dev").outputs["engineMemory"]
     assert (shown["maxNumSeqs"], shown["kvCacheTokens"], shown["blocks"]) == (settings.max_num_seqs, budget.kv_tokens, budget.blocks)
     assert shown["weightsGiB"] == round(budget.weights / 2**30, 2) and shown["availableKvCacheGiB"] > 100
+    # The output is the budget's own mapping (tests/facts/test_engine_memory.py states its keys and units).
+    assert shown == settings.memory_budget.as_output()
