@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from stacks.loading import SECRET_KEYS
+from render.engine import stack_config, stack_settings
+from render.neighbours import neighbours
 from stacks.problems import describe
 from stacks.settings import StackSettings, known_keys
 from workloads.batch import lines
@@ -30,25 +30,20 @@ CHARACTERS_PER_TOKEN = 4
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def stack_settings(stack: str, root: Path = ROOT) -> StackSettings:
-    """The settings of ``Pulumi.<stack>.yaml`` as the program reads them, offline: no Pulumi CLI, no cloud."""
-    project = str(yaml.safe_load((root / "Pulumi.yaml").read_text())["name"])
-    path = root / f"Pulumi.{stack}.yaml"
-    if not path.exists():
-        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
-        raise SystemExit(f"--stack {stack}: there is no {path.name}; stacks here: {', '.join(known)}")
-    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
-    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:")}
+def settings_of(stack: str, root: Path = ROOT) -> StackSettings:
+    """The stack's settings (render.engine.stack_settings), or the command's exit naming the stacks there or the keys at fault."""
     try:
-        settings = StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
+        return stack_settings(stack, root)
+    except FileNotFoundError:
+        raise SystemExit(f"--stack {stack}: there is no Pulumi.{stack}.yaml; stacks here: {', '.join(neighbours(root))}") from None
     except ValidationError as error:
-        raise SystemExit("\n".join([f"{path.name} does not validate:", *describe(error, project, known_keys())])) from None
-    return settings
+        project = stack_config(stack, root)[0]
+        raise SystemExit("\n".join([f"Pulumi.{stack}.yaml does not validate:", *describe(error, project, known_keys())])) from None
 
 
 def max_model_len(stack: str, root: Path = ROOT) -> int:
     """The stack's ``serving.maxModelLen``."""
-    return stack_settings(stack, root).serving.max_model_len
+    return settings_of(stack, root).serving.max_model_len
 
 
 def _texts(value: Any) -> Iterator[str]:

@@ -15,7 +15,7 @@ import yaml
 from google.api_core.exceptions import PreconditionFailed
 from google.auth.exceptions import DefaultCredentialsError
 
-from ops.batch_file import check, max_model_len, stack_settings
+from ops.batch_file import check, max_model_len, settings_of
 from plan.batch_plan import BatchPlan
 from plan.stack import plan_stack
 from workloads.batch import layout
@@ -42,7 +42,7 @@ def count_lines(file: Path) -> int:
 
 def batch_plan(file: Path, stack: str) -> str:
     """The plan of ``file``'s lines on ``stack``, at the stack's workload and estimates, as the text the command prints."""
-    settings = stack_settings(stack)
+    settings = settings_of(stack)
     rendered = plan_stack(settings, stack).estimate.batch
     if rendered is None:
         raise SystemExit(f"stack {stack}: llm:autoscaling.enabled is not true, so no batch wakes it from zero and there is no batch plan")

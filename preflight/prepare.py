@@ -18,20 +18,12 @@ from components.benchmark import client_command
 from facts.naming import model_short_name
 from plan.stack import benchmark_spec
 from preflight.rendered import PREPARED_FILE
-from render.engine import stack_config
-from stacks.loading import SECRET_KEYS
+from render.engine import stack_settings
 from stacks.settings import StackSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Replaced by the preflight with its own engine's address.
 PLACEHOLDER_URL = "http://127.0.0.1:8000"
-
-
-def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
-    """The settings of ``Pulumi.<stack>.yaml`` (the program's own keys; credentials left out, as the program does)."""
-    project, config = stack_config(stack, root)
-    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
-    return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
 
 
 def prepared(settings: StackSettings, stack: str) -> dict[str, Any]:

@@ -25,7 +25,9 @@ import yaml
 from render.sdk import Registration as Registration
 from render.sdk import Secret as Secret
 from render.sdk import run_program
+from stacks.loading import SECRET_KEYS
 from stacks.problems import StackConfigError
+from stacks.settings import StackSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -188,6 +190,14 @@ def stack_config(stack: str, root: Path = PROJECT_ROOT) -> tuple[str, dict[str, 
         known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
         raise FileNotFoundError(f"no stack '{stack}': {path.name} does not exist; stacks here: {', '.join(known)}")
     return project, _stack_file(path)
+
+
+def stack_settings(stack: str, root: Path = PROJECT_ROOT) -> StackSettings:
+    """The settings of ``Pulumi.<stack>.yaml`` as the program reads them, offline: the keys of its namespace (a key
+    without one is the program's, as the Pulumi CLI reads it) and no credentials, which the program reads as secrets."""
+    project, config = stack_config(stack, root)
+    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
+    return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
 
 
 def _engine_config(config: Mapping[str, Any], project: str) -> tuple[dict[str, str], list[str]]:

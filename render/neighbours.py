@@ -15,19 +15,15 @@ from pydantic import ValidationError
 
 from plan.cloud_names import CloudName, cloud_names
 from plan.stack import plan_stack
-from render.engine import PROJECT_ROOT, stack_config
-from stacks.loading import SECRET_KEYS
+from render.engine import PROJECT_ROOT, stack_settings
 from stacks.problems import StackConfigError
-from stacks.settings import StackSettings
 
 
 def stack_names(stack: str, root: Path = PROJECT_ROOT) -> tuple[str, tuple[CloudName, ...]] | None:
     """The project of ``Pulumi.<stack>.yaml`` and the names it creates; None for a file whose settings do not load
     (its own render says why)."""
     try:
-        namespace, config = stack_config(stack, root)
-        values = {key.removeprefix(f"{namespace}:"): value for key, value in config.items() if key.startswith(f"{namespace}:")}
-        settings = StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
+        settings = stack_settings(stack, root)
     except (StackConfigError, ValidationError, ValueError):
         return None
     return settings.project, cloud_names(plan_stack(settings, stack), stack)

@@ -11,8 +11,6 @@ import pytest
 
 from render.engine import PROJECT_ROOT, Render, render_stack, stack_config
 from render.sdk import capture_stack_traces
-from stacks.loading import SECRET_KEYS
-from stacks.settings import StackSettings
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_ROOT.glob("Pulumi.*.yaml"))
 
@@ -86,14 +84,6 @@ def _stack_file_config(stack: str) -> dict[str, Any]:
 def stack_file_config(stack: str) -> dict[str, Any]:
     """The ``config:`` map of ``Pulumi.<stack>.yaml``, as the render reads it: a copy the caller may change."""
     return copy.deepcopy(_stack_file_config(stack))
-
-
-def stack_settings(stack: str) -> StackSettings:
-    """The settings of ``Pulumi.<stack>.yaml``: a test over every stack judges each by these, never by its name."""
-    project, config = stack_config(stack)
-    # Keys of the program's namespace, as the program reads them; other providers' keys are not settings.
-    values = {key.removeprefix(f"{project}:"): value for key, value in config.items() if key.startswith(f"{project}:") or ":" not in key}
-    return StackSettings.model_validate({key: value for key, value in values.items() if key not in SECRET_KEYS})
 
 
 def readme_command(marker: str) -> list[str]:

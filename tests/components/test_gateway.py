@@ -11,11 +11,11 @@ import yaml
 from components.gateway import backend_timeout, endpoint_picker_values, installs_crds
 from facts.naming import REPLICAS, selector_labels
 from plan.stack import GatewaySpec, plan_stack
-from render.engine import PROJECT_ROOT, Registration, Render, reveal
+from render.engine import PROJECT_ROOT, Registration, Render, reveal, stack_settings
 from render.files import flatten, plan
 from render.validation import validate_render
 from stacks.settings import StackSettings
-from tests.conftest import render_with, rendered, stack_settings
+from tests.conftest import render_with, rendered
 
 CHART_KEYS = yaml.safe_load((PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "inferencepool.yaml").read_text())["versions"]
 GATEWAY_TYPES = (

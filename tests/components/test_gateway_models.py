@@ -14,11 +14,11 @@ from components.observability import charts
 from plan.stack import StackPlan, plan_stack
 from render.chart import chart_objects
 from render.cluster_model import Sourced, check_cluster, cluster_objects, problems
-from render.engine import PROJECT_ROOT, Render
+from render.engine import PROJECT_ROOT, Render, stack_settings
 from render.files import flatten
 from render.validation import validate_render
 from stacks.settings import StackSettings
-from tests.conftest import render_with, stack_settings
+from tests.conftest import render_with
 
 ROUTER_KEYS = yaml.safe_load((PROJECT_ROOT / "render" / "vendor" / "schemas" / "charts" / "body-based-routing.yaml").read_text())[
     "versions"

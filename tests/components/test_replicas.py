@@ -11,9 +11,9 @@ from facts.models import catalogue_folder, facts_in
 from facts.naming import selector_labels
 from facts.vllm import DEFAULT_RELEASE, facts
 from plan.stack import engine_profile
-from render.engine import Render, Secret, render_stack
+from render.engine import Render, Secret, render_stack, stack_settings
 from stacks.serving import ServingProfile
-from tests.conftest import render_with, rendered, stack_settings
+from tests.conftest import render_with, rendered
 
 # The tuned flags of the reference deployment, flag for flag (docs/reference.md).
 REFERENCE_FLAGS = [

@@ -23,7 +23,7 @@ from facts.gke import GPU_MEMORY_BYTES
 from facts.models import ModelFacts, catalogued
 from facts.vllm import supported_releases
 from preflight.full_size import against_plan, planned_terms, read_memory
-from tests.conftest import stack_settings
+from render.engine import stack_settings
 
 # The measuring run's GPU (143,771 MiB) and dev's flags on it; FlashInfer on Hopper graphs only single-token decode.
 H200 = Engine(

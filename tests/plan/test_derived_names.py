@@ -12,8 +12,8 @@ import pytest
 from facts.naming import ACCOUNT_ID_LENGTH, NETWORK_NAME_LENGTH, account_id
 from plan.stack import plan_stack
 from render.changes import changes, records
-from render.engine import render_stack
-from tests.conftest import render_with, rendered, stack_file_config, stack_settings
+from render.engine import render_stack, stack_settings
+from tests.conftest import render_with, rendered, stack_file_config
 from tests.stacks.test_platform_rules import refusal, with_changes
 
 ACCOUNT = "gcp:serviceaccount/account:Account"

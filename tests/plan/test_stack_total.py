@@ -8,7 +8,8 @@ import pytest
 
 from plan.estimates import CLUSTER_FEE_PER_HOUR, LIST_PRICE_PER_NODE_HOUR
 from plan.stack import plan_stack
-from tests.conftest import rendered, stack_settings
+from render.engine import stack_settings
+from tests.conftest import rendered
 from tests.stacks.handed import parsed
 
 

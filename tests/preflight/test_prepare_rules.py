@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from components.benchmark import SEEDS_PER_RUN
-from preflight.prepare import PROJECT_ROOT, prepare, prepared, stack_settings
+from preflight.prepare import PROJECT_ROOT, prepare, prepared
+from render.engine import stack_settings
 
 DEV: dict[str, Any] = yaml.safe_load((PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))["config"]
 

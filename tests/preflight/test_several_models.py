@@ -12,9 +12,10 @@ import yaml
 
 import preflight.run
 from preflight.cli import main
-from preflight.prepare import prepared, stack_settings
+from preflight.prepare import prepared
 from preflight.rendered import PREPARED_FILE, read_engine
 from preflight.run import Options
+from render.engine import stack_settings
 from tests.preflight.test_rendered_rules import deployment, engine
 
 

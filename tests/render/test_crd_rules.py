@@ -10,9 +10,10 @@ import pytest
 
 from components.benchmark import COMPUTE_CLASS as BENCHMARK_CLASS
 from plan.stack import FALLBACK_CLASS
+from render.engine import stack_settings
 from render.files import manifests
 from render.validation import ManifestError, unchecked_rules, validate, validate_render
-from tests.conftest import render_with, rendered, stack_settings
+from tests.conftest import render_with, rendered
 
 VERSION = "1.35"
 

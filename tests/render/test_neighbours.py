@@ -12,10 +12,10 @@ import yaml
 
 from plan.cloud_names import cloud_names
 from plan.stack import plan_stack
-from render.engine import PROJECT_ROOT, Render, render_stack
+from render.engine import PROJECT_ROOT, Render, render_stack, stack_settings
 from render.neighbours import check_neighbours
 from stacks.problems import StackConfigError
-from tests.conftest import rendered, stack_file_config, stack_settings
+from tests.conftest import rendered, stack_file_config
 from tests.stacks.test_platform_rules import refusal as render_refusal
 from tests.stacks.test_platform_rules import with_changes
 

@@ -14,11 +14,11 @@ import pytest
 from facts.data_files import parse_yaml
 from render.chart import chart_objects
 from render.cli import main
-from render.engine import PROJECT_ROOT, Render, redact, render_stack
+from render.engine import PROJECT_ROOT, Render, redact, render_stack, stack_settings
 from render.files import diff, is_manifest, manifests, write
 from render.sdk import capture_stack_traces, captures_stack_traces
 from render.validation import ManifestError, kubernetes_version, validate, validate_render
-from tests.conftest import render_once, rendered, stack_settings
+from tests.conftest import render_once, rendered
 
 
 def test_every_stack_renders_with_every_resource_on_an_explicit_provider(stack: str) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from facts.engine_memory import engine_memory, starts
+from render.engine import stack_settings
 from stacks import memory
 from stacks.engine import memory_engine
-from tests.conftest import rendered, stack_settings
+from tests.conftest import rendered
 from tests.stacks.handed import parsed, problem
 
 LATEST = "vllm/vllm-openai:v0.26.0"
